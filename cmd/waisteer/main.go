@@ -1,0 +1,143 @@
+// Command waisteer is the energy-aware content-steering server and its tools:
+// one binary with a subcommand for each of its users (operators, hops,
+// players' steering requests and auditors).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// A command is one subcommand. Each file of this package registers its own
+// in an init function, so that the list in `waisteer help` is the list of
+// files.
+type command struct {
+	name    string // as typed, possibly two words: "policy sign"
+	summary string // one line for `waisteer help`
+	run     func(env *env, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) {
+	if _, dup := commands[c.name]; dup {
+		panic("waisteer: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// env is what a command may touch: its standard streams and its name for
+// messages. Tests build one around buffers.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// usageError is a mistake in how a command was called; main prints the
+// command's usage with it and exits 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// newFlags returns a flag set for a command that reports errors rather than
+// exiting.
+func newFlags(e *env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("waisteer "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: waisteer %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// lookup finds the command named by the first one or two arguments.
+func lookup(args []string) (*command, []string) {
+	if len(args) >= 2 {
+		if c, ok := commands[args[0]+" "+args[1]]; ok {
+			return c, args[2:]
+		}
+	}
+	if len(args) >= 1 {
+		if c, ok := commands[args[0]]; ok {
+			return c, args[1:]
+		}
+	}
+	return nil, args
+}
+
+func help(e *env) {
+	fmt.Fprintln(e.stdout, "waisteer: energy-aware content steering for HLS and DASH")
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "usage: waisteer <command> [flags] [args]")
+	fmt.Fprintln(e.stdout)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(e.stdout, "  %-18s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "`waisteer <command> -h` prints a command's flags.")
+}
+
+// run is main without the exit: it returns the process's exit code.
+func run(e *env, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, _ := lookup(args[1:]); c != nil {
+				_ = c.run(e, []string{"-h"})
+				return 0
+			}
+		}
+		help(e)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, rest := lookup(args)
+	if c == nil {
+		fmt.Fprintf(e.stderr, "waisteer: unknown command %q; `waisteer help` lists them\n", strings.Join(args[:min(2, len(args))], " "))
+		return 2
+	}
+	err := c.run(e, rest)
+	var ue usageError
+	var ex exitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ex):
+		return int(ex)
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "waisteer %s: %v\n", c.name, err)
+		return 2
+	default:
+		fmt.Fprintf(e.stderr, "waisteer %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+// exitCode ends a command with that code and no further message: the
+// command has said what it had to (`verify` exits 1 on a refusal it printed).
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
+
+func main() {
+	os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+}
