@@ -69,3 +69,38 @@ type Pathway struct {
 	Joules   num.U128 // J, µJ; 0 without a figure
 	Delivery num.U128 // D; 0 without a figure
 }
+
+// Label is the class's name (COMPANION §3), as key log authorities
+// `energy/<label>` spell it; "" for a tag that is not a class.
+func (c Class) Label() string {
+	switch c {
+	case ModelBased:
+		return "ModelBased"
+	case Estimator:
+		return "Estimator"
+	case OnChipCounter:
+		return "OnChipCounter"
+	case CalibratedInstrument:
+		return "CalibratedInstrument"
+	}
+	return ""
+}
+
+// IsClass reports whether c is one of the four classes (not the marker).
+func (c Class) IsClass() bool { return c.Label() != "" }
+
+// Rank is the class's rank in extension §6.2: 0 CalibratedInstrument,
+// 1 OnChipCounter, 2 ModelBased, 3 Estimator; 4 (no figure) for anything else.
+func (c Class) Rank() uint8 {
+	switch c {
+	case CalibratedInstrument:
+		return 0
+	case OnChipCounter:
+		return 1
+	case ModelBased:
+		return 2
+	case Estimator:
+		return 3
+	}
+	return 4
+}
