@@ -1,6 +1,8 @@
 package decision
 
 import (
+	"strconv"
+
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
@@ -56,4 +58,23 @@ type Decision struct {
 	Reason   Reason
 	Priority []uint8 // pathway indices, the first first
 	Sig      sig.Signature
+}
+
+// String is the reason's name in the corpus (COMPANION §8).
+func (r Reason) String() string {
+	switch r {
+	case Buffer:
+		return "buffer"
+	case Floor:
+		return "floor"
+	case Share:
+		return "share"
+	case Hold:
+		return "hold"
+	case Rank:
+		return "rank"
+	case None:
+		return "none"
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
 }

@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"strconv"
+
 	"github.com/waisteer/waisteer/internal/num"
 	"github.com/waisteer/waisteer/internal/sig"
 )
@@ -103,4 +105,21 @@ func (c Class) Rank() uint8 {
 		return 3
 	}
 	return 4
+}
+
+// String is the status's name in the corpus (COMPANION §8).
+func (s Status) String() string {
+	switch s {
+	case StatusFigure:
+		return "figure"
+	case StatusUnmetered:
+		return "unmetered"
+	case StatusMixed:
+		return "mixed"
+	case StatusStale:
+		return "stale"
+	case StatusEmpty:
+		return "empty"
+	}
+	return "status(" + strconv.Itoa(int(s)) + ")"
 }
