@@ -57,7 +57,8 @@ type Pathway struct {
 // IsClone reports whether the pathway clones another (§3.2).
 func (p *Pathway) IsClone() bool { return p.Base != NoBase }
 
-// Policy is a steering policy, WSP1 (§3.1).
+// Policy is a steering policy, WSP1 (§3.1). One that Parse or Sign returned
+// keeps its bytes and digest, is read-only, and is safe for concurrent use.
 type Policy struct {
 	Room             sig.Hash
 	Signer           sig.PublicKey
@@ -79,4 +80,11 @@ type Policy struct {
 	DecisionURI      string
 	Pathways         []Pathway
 	Sig              sig.Signature
+
+	// raw and digest are kept by Parse and Sign, so that the bytes a server
+	// serves and the digest every decision names (§3.4, §7.1) cost nothing
+	// after the policy is read. A policy built by hand has neither, and
+	// Bytes and Digest compute them on each call.
+	raw    []byte
+	digest sig.Hash
 }
