@@ -2,14 +2,15 @@ module github.com/waisteer/waisteer
 
 go 1.26
 
-require github.com/cloudflare/circl v1.6.5
+require (
+	github.com/cloudflare/circl v1.6.5
+	github.com/dunglas/httpsfv v1.1.2
+	github.com/fxamacker/cbor/v2 v2.10.0
+	github.com/pelletier/go-toml/v2 v2.4.3
+)
 
 require (
-	github.com/dunglas/httpsfv v1.1.2 // indirect
-	github.com/fxamacker/cbor/v2 v2.10.0 // indirect
-	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )
