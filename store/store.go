@@ -1,0 +1,127 @@
+// Package store keeps what a steering server must not lose: rooms, policies,
+// per-hop records and decisions. The embedded implementation is bbolt; the
+// interfaces are shaped so that a shared backend (several instances serving
+// one room) can implement them with at most one round trip per request.
+//
+// A decision is stored compactly: what cannot be recomputed (its instant,
+// session, report, loads, signer and signature, and a reference to the
+// evidence it stated, which many decisions share) and nothing the rule
+// derives from those (draw, limits, ttl, reason, priority). Its exact WSD1
+// bytes are rebuilt on request and checked against its digest.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
+)
+
+// ErrNotFound is returned for a digest or room the store does not hold.
+var ErrNotFound = errors.New("store: not found")
+
+// Room is a room's descriptor and the current head of its key log (nil when
+// the room has no origin).
+type Room struct {
+	ID         sig.Hash
+	Descriptor []byte
+	KeyLogHead []byte
+}
+
+// Record is an accepted per-hop record with the fields the store indexes.
+type Record struct {
+	Digest sig.Hash
+	Room   sig.Hash
+	Hop    sig.PublicKey
+	Start  uint64
+	End    uint64
+	Raw    []byte // the exact WMH1 bytes
+}
+
+// Evidence is one snapshot of a room's evidence: the per-pathway part of a
+// decision (§7.1: status, class, J, D and the digests named), encoded by the
+// caller. Its key is SHA-256 of Body; decisions made while the evidence did
+// not change share one snapshot.
+type Evidence struct {
+	Key  sig.Hash
+	Body []byte
+}
+
+// Decision is a decision as stored: what cannot be recomputed.
+type Decision struct {
+	Digest   sig.Hash // of the WSD1 bytes before sig
+	Room     sig.Hash
+	Policy   sig.Hash
+	T        uint64 // µs on the room clock
+	Session  report.Session
+	Protocol report.Protocol
+	Report   report.Report
+	Loads    []uint32 // in the policy's order
+	Evidence sig.Hash // the key of its Evidence snapshot
+	Signer   sig.PublicKey
+	Sig      sig.Signature
+}
+
+// Store is the durable state of a server. Every method is safe for
+// concurrent use. A write method returns only once what it wrote is durable.
+type Store interface {
+	// PutRoom stores a room, replacing its key log head.
+	PutRoom(ctx context.Context, r Room) error
+	Rooms(ctx context.Context) ([]Room, error)
+
+	// PutPolicy stores a policy by its digest; with active it becomes the
+	// room's active policy. Earlier policies stay available by digest.
+	PutPolicy(ctx context.Context, room sig.Hash, digest sig.Hash, raw []byte, active bool) error
+	Policy(ctx context.Context, digest sig.Hash) ([]byte, error)
+	ActivePolicy(ctx context.Context, room sig.Hash) (digest sig.Hash, raw []byte, err error)
+
+	// PutRecords stores records idempotently by digest, in one durable
+	// write, and reports for each whether it was new.
+	PutRecords(ctx context.Context, rs []Record) (added []bool, err error)
+	Record(ctx context.Context, digest sig.Hash) ([]byte, error)
+	// Records calls fn for each record of the room whose end is after
+	// since, in no particular order: a starting server rebuilds its
+	// evidence index from them.
+	Records(ctx context.Context, room sig.Hash, since uint64, fn func(Record) error) error
+
+	// PutDecisions stores decisions and the evidence snapshots they
+	// reference (a snapshot already held is not written again) in one
+	// durable write: a server commits decisions in groups.
+	PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) error
+	Decision(ctx context.Context, digest sig.Hash) (Decision, error)
+	EvidenceSnapshot(ctx context.Context, key sig.Hash) ([]byte, error)
+
+	// Prune removes records whose end and decisions whose t are before
+	// the instant (µs on the room clock), and snapshots no decision left
+	// references. It runs beside the service without stopping it.
+	Prune(ctx context.Context, before uint64) (PruneStats, error)
+
+	Close() error
+}
+
+// PruneStats counts what Prune removed.
+type PruneStats struct {
+	Records, Decisions, Snapshots int
+}
+
+// Loads is the table of sessions and loads (§6, §9.2): which pathway each
+// live session's latest decision put first, and so how many sessions each
+// pathway is steered first to. A shared backend implements Steer as one
+// atomic round trip.
+type Loads interface {
+	// Steer reads the room's loads as they stand, with this session
+	// counted on the pathway its latest decision put first while it is
+	// still live, and calls decide with them (in the policy's order, n
+	// pathways). decide returns the pathway the new decision puts first
+	// and until when (µs on the room clock) the session counts toward it;
+	// Steer records that before it returns. decide runs once, and must be
+	// quick. An error from decide leaves the table as it was.
+	Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
+		decide func(loads []uint32) (first int, expires uint64, err error)) error
+	// Snapshot returns the room's loads now (for status and metrics).
+	Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error)
+	// Reset forgets a room's sessions (a new policy may change the count
+	// of pathways).
+	Reset(ctx context.Context, room sig.Hash) error
+}
