@@ -22,6 +22,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -846,6 +847,19 @@ func (c *compiled) warnings(p *policy.Policy) []string {
 		if len(w.Params) > 0 {
 			warn(k+".params", "clone %q has PARAMS, which Shaka ignores: a clone that needs them "+
 				"to reach its content fails on Shaka", w.ID)
+		}
+	}
+	// §7.1: a decision names at most 255 records under a pathway, and a
+	// covered hop names at least W/P of them (§5.2).
+	if p.PeriodUs > 0 {
+		perHop := p.WindowUs / p.PeriodUs
+		for i := range p.Pathways {
+			w := &p.Pathways[i]
+			if need := perHop * uint64(len(w.Hops)); need > evidence.MaxNamed {
+				warn("pathway["+strconv.Itoa(i)+"]", "pathway %q can never have a figure: covering its %d hops "+
+					"over a window of %d periods names %d records, and a decision names at most %d (§7.1)",
+					w.ID, len(w.Hops), perHop, need, evidence.MaxNamed)
+			}
 		}
 	}
 	return ws

@@ -365,6 +365,7 @@ func TestPolicySignWarnings_8(t *testing.T) {
 		{"clone params", []string{`# params = { token = "a%2Fb", region = "eu-west" }`, `params = { token = "a%2Fb" }`}, `pathway[2].params: clone "cdn-a.eu" has PARAMS, which Shaka ignores`},
 		{"a clone with no host", []string{`host = "eu.cdn-a.example.net"`, ""}, `pathway[2]: clone "cdn-a.eu" has no host: dash.js needs HOST`},
 		{"initial not first by id", []string{`initial = "cdn-a"`, `initial = "cdn-b"`}, `initial: while no pathway has a figure, a client with no report whose draw is in no band gets "cdn-a" first`},
+		{"a window too long to cover", []string{`window = "60s"`, `window = "600s"`}, `can never have a figure: covering its`},
 		{"initial not within the limits", []string{`latency = "800ms"`, `latency = "3001ms"`}, `initial: pathway "cdn-a" is not within the limits`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
