@@ -7,6 +7,7 @@ require (
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/pelletier/go-toml/v2 v2.4.3
+	go.etcd.io/bbolt v1.5.0
 )
 
 require (

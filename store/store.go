@@ -1,13 +1,3 @@
-// Package store keeps what a steering server must not lose: rooms, policies,
-// per-hop records and decisions. The embedded implementation is bbolt; the
-// interfaces are shaped so that a shared backend (several instances serving
-// one room) can implement them with at most one round trip per request.
-//
-// A decision is stored compactly: what cannot be recomputed (its instant,
-// session, report, loads, signer and signature, and a reference to the
-// evidence it stated, which many decisions share) and nothing the rule
-// derives from those (draw, limits, ttl, reason, priority). Its exact WSD1
-// bytes are rebuilt on request and checked against its digest.
 package store
 
 import (
@@ -21,8 +11,17 @@ import (
 // ErrNotFound is returned for a digest or room the store does not hold.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrSnapshotMissing is returned by PutDecisions for a decision whose
+// evidence snapshot is neither held nor given.
+var ErrSnapshotMissing = errors.New("store: evidence snapshot missing")
+
+// ErrMismatch is returned by Rebuild when the bytes it writes are not the
+// decision whose digest is stored (§7.3): such bytes are never served.
+var ErrMismatch = errors.New("store: rebuilt decision does not match its digest")
+
 // Room is a room's descriptor and the current head of its key log (nil when
-// the room has no origin).
+// the room has no origin; an empty head, which is a head given that does
+// not read, is kept apart from nil).
 type Room struct {
 	ID         sig.Hash
 	Descriptor []byte
@@ -40,9 +39,9 @@ type Record struct {
 }
 
 // Evidence is one snapshot of a room's evidence: the per-pathway part of a
-// decision (§7.1: status, class, J, D and the digests named), encoded by the
-// caller. Its key is SHA-256 of Body; decisions made while the evidence did
-// not change share one snapshot.
+// decision (§7.1: status, class, J, D and the digests named), as
+// EncodeEvidence writes it. Its key is SHA-256 of Body; decisions made while
+// the evidence did not change share one snapshot.
 type Evidence struct {
 	Key  sig.Hash
 	Body []byte
@@ -87,15 +86,23 @@ type Store interface {
 
 	// PutDecisions stores decisions and the evidence snapshots they
 	// reference (a snapshot already held is not written again) in one
-	// durable write: a server commits decisions in groups.
+	// durable write: a server commits decisions in groups. A decision
+	// already held (by digest) is not stored again. Each decision's
+	// snapshot must be held or given in ev, whose keys must be SHA-256 of
+	// their bodies; otherwise nothing of the group is written. A snapshot
+	// given that no new decision references is not stored.
 	PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) error
 	Decision(ctx context.Context, digest sig.Hash) (Decision, error)
 	EvidenceSnapshot(ctx context.Context, key sig.Hash) ([]byte, error)
 
-	// Prune removes records whose end and decisions whose t are before
-	// the instant (µs on the room clock), and snapshots no decision left
-	// references. It runs beside the service without stopping it.
-	Prune(ctx context.Context, before uint64) (PruneStats, error)
+	// Prune removes records whose end is before recordsBefore and
+	// decisions whose t is before decisionsBefore (µs on the room clock,
+	// which COMPANION §4 makes one scale for every room), and snapshots no
+	// decision left references. A server keeps records a window longer
+	// than decisions, so that every decision it keeps still verifies.
+	// It runs beside the service without stopping it: it removes in
+	// bounded groups, each its own durable write.
+	Prune(ctx context.Context, recordsBefore, decisionsBefore uint64) (PruneStats, error)
 
 	Close() error
 }
@@ -110,16 +117,21 @@ type PruneStats struct {
 // pathway is steered first to. A shared backend implements Steer as one
 // atomic round trip.
 type Loads interface {
-	// Steer reads the room's loads as they stand, with this session
-	// counted on the pathway its latest decision put first while it is
-	// still live, and calls decide with them (in the policy's order, n
-	// pathways). decide returns the pathway the new decision puts first
-	// and until when (µs on the room clock) the session counts toward it;
-	// Steer records that before it returns. decide runs once, and must be
-	// quick. An error from decide leaves the table as it was.
+	// Steer reads the room's loads as they stand at now, with this
+	// session counted on the pathway its latest decision put first while
+	// it is still live, and calls decide with them (in the policy's order,
+	// n pathways). decide returns the pathway the new decision puts first
+	// and until when (µs on the room clock) the session counts toward it:
+	// it counts while now ≤ expires, and nowhere once expires < now.
+	// Steer records that before it returns. decide runs once, with the
+	// room's loads held, and must be quick; loads is valid only during the
+	// call and must not be kept. An error from decide, or a first that is
+	// not below n, leaves the table as it was. A room whose table was for
+	// another count of pathways is reset to n first.
 	Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
 		decide func(loads []uint32) (first int, expires uint64, err error)) error
-	// Snapshot returns the room's loads now (for status and metrics).
+	// Snapshot returns the room's loads at now (for status and metrics),
+	// in a new slice.
 	Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error)
 	// Reset forgets a room's sessions (a new policy may change the count
 	// of pathways).

@@ -1,16 +1,126 @@
 package main
 
 import (
+	"bytes"
+	"net"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
-// TestDemoVerifies: the README's first command makes a decision that
-// `waisteer verify` accepts, manifest included (§9.1).
-func TestDemoVerifies(t *testing.T) {
+// lockedBuffer is a buffer that a command writes to while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var demoVerifyLine = regexp.MustCompile(`go run \./cmd/waisteer verify -url (\S+) -authority ([0-9a-f]{64})`)
+
+// TestDemoServes: `waisteer demo` serves a fresh room on localhost, prints
+// the HLS tag and DASH element (§8.2, §8.3), the manifest it got (§8.1), and
+// a `verify -url` command for its decision that the verifier accepts while
+// the demo runs (§9), and refuses when another authority is pinned; Ctrl-C
+// (SIGINT) stops it cleanly.
+func TestDemoServes(t *testing.T) {
+	var out, errs lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		// -for bounds the demo should the test fail before its SIGINT.
+		done <- run(&env{stdin: strings.NewReader(""), stdout: &out, stderr: &errs}, []string{"demo", "-listen", "127.0.0.1:0", "-for", "60s"})
+	}()
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			<-done
+		}
+	})
+	var m []string
+	for deadline := time.Now().Add(20 * time.Second); m == nil; time.Sleep(20 * time.Millisecond) {
+		select {
+		case code := <-done:
+			exited = true
+			t.Fatalf("demo exited %d before printing its verify command:\n%s\n%s", code, out.String(), errs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no verify command within 20 s:\n%s\n%s", out.String(), errs.String())
+		}
+		m = demoVerifyLine.FindStringSubmatch(out.String())
+	}
+	text := out.String()
+	for _, want := range []string{`#EXT-X-CONTENT-STEERING:SERVER-URI="http://127.0.0.1:`, `<ContentSteering defaultServiceLocation="cdn-b"`,
+		`"PATHWAY-CLONES":[{"BASE-ID":"cdn-b","ID":"cdn-b-edge2","URI-REPLACEMENT":{"HOST":"edge2.cdn-b.example","PARAMS":{"via":"edge2"}}}]`,
+		"curl 'http://127.0.0.1:", "_HLS_throughput=6000000'"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo's output lacks %s:\n%s", want, text)
+		}
+	}
+	// Every pathway has a figure from the backfilled window (§5.3).
+	if n := strings.Count(text, " figure  class "); n != 3 {
+		t.Errorf("%d pathways with a figure, not 3:\n%s", n, text)
+	}
+
+	vout, verrs, code := waisteer(t, "", "verify", "-url", m[1], "-authority", m[2])
+	if code != 0 || !strings.HasPrefix(vout, `{"outcome":"accept"`) {
+		t.Errorf("verify -url: exit %d: %s %s", code, vout, verrs)
+	}
+	other := strings.Repeat("ab", 32)
+	vout, verrs, code = waisteer(t, "", "verify", "-url", m[1], "-authority", other)
+	if code != 1 || vout != "" || !strings.Contains(verrs, "not the pinned "+other) {
+		t.Errorf("verify -url with another authority: exit %d: %s %s", code, vout, verrs)
+	}
+
+	// Ctrl-C.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		exited = true
+		if code != 0 {
+			t.Errorf("demo exited %d after SIGINT:\n%s", code, errs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo did not stop on SIGINT")
+	}
+}
+
+// TestDemoBusy: a port in use is said so, with what to do.
+func TestDemoBusy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, errs, code := waisteer(t, "", "demo", "-listen", ln.Addr().String())
+	if code != 1 || !strings.Contains(errs, "is in use") || !strings.Contains(errs, "-listen 127.0.0.1:0") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// TestDemoOffline: `demo -offline` makes a decision that `waisteer verify`
+// accepts from files, manifest included (§9.1).
+func TestDemoOffline(t *testing.T) {
 	dir := t.TempDir()
-	out, errs, code := waisteer(t, "", "demo", "-dir", dir)
+	out, errs, code := waisteer(t, "", "demo", "-offline", "-dir", dir)
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s", code, errs)
 	}

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/store"
+)
+
+// An auditor holding a manifest fetches the decision at the URI it names
+// (§8.4), then what verification needs (§9.1): the room's descriptor and
+// key log head, the policy and the records the decision names, each by the
+// id or digest the decision states, from the /v1/ routes of the same host.
+// Signed bytes are served exactly as they were signed.
+
+// immutable is the Cache-Control of bytes named by their digest.
+const immutable = "public, max-age=31536000, immutable"
+
+// writeSigned answers with signed bytes.
+func writeSigned(w http.ResponseWriter, b []byte, cache string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", cache)
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// serveDecision answers GET of a decision's URI (§8.4): the exact WSD1
+// bytes, rebuilt from the store's compact row and served only when their
+// digest is the one asked for (store.Rebuild checks it, §7.3).
+func (s *Server) serveDecision(w http.ResponseWriter, r *http.Request, hexDigest string) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !allow(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	digest, aerr := digestOf(hexDigest)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	b, aerr := s.decisionBytes(r.Context(), digest)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeSigned(w, b, immutable)
+}
+
+// decisionBytes rebuilds a stored decision's WSD1 bytes.
+func (s *Server) decisionBytes(ctx context.Context, digest sig.Hash) ([]byte, *apiError) {
+	row, err := s.st.Decision(ctx, digest)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fail(codeNotFound, "no decision %s", digest)
+	}
+	if err != nil {
+		return nil, fail(codeStore, "reading decision %s: %v", digest, err)
+	}
+	p, err := s.policyOf(ctx, row.Policy)
+	if err != nil {
+		return nil, fail(codeInternal, "decision %s: its policy %s: %v", digest, row.Policy, err)
+	}
+	body, err := s.st.EvidenceSnapshot(ctx, row.Evidence)
+	if err != nil {
+		return nil, fail(codeInternal, "decision %s: its evidence snapshot %s: %v", digest, row.Evidence, err)
+	}
+	b, err := store.Rebuild(p, row.Policy, row, body)
+	if err != nil {
+		// Never served: bytes whose digest is not the one stored would
+		// not be the decision the manifest named.
+		s.log.Error("a stored decision does not rebuild", "digest", digest.String(), "err", err)
+		return nil, fail(codeInternal, "decision %s does not rebuild to its digest", digest)
+	}
+	return b, nil
+}
+
+// policyOf returns the policy with the given digest, read once.
+func (s *Server) policyOf(ctx context.Context, digest sig.Hash) (*policy.Policy, error) {
+	if p, ok := s.policies.Load(digest); ok {
+		return p.(*policy.Policy), nil
+	}
+	raw, err := s.st.Policy(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	p, err := policy.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.Digest() != digest {
+		return nil, errors.New("the stored policy's digest is not its key")
+	}
+	s.policies.Store(digest, p)
+	return p, nil
+}
+
+// serveStored answers GET of stored signed bytes by digest.
+func (s *Server) serveStored(w http.ResponseWriter, r *http.Request, what string, get func(context.Context, sig.Hash) ([]byte, error)) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+		return
+	}
+	digest, aerr := digestOf(r.PathValue("digest"))
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	b, err := get(r.Context(), digest)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, fail(codeNotFound, "no %s %s", what, digest))
+	case err != nil:
+		writeError(w, fail(codeStore, "reading %s %s: %v", what, digest, err))
+	default:
+		writeSigned(w, b, immutable)
+	}
+}
+
+// servePolicy answers GET /v1/policies/{digest}: a policy's WSP1 bytes,
+// the active one or any earlier (§3.4's digest).
+func (s *Server) servePolicy(w http.ResponseWriter, r *http.Request) {
+	s.serveStored(w, r, "policy", s.st.Policy)
+}
+
+// serveRecord answers GET /v1/records/{digest}: a record's WMH1 bytes
+// (live-metering §3.5's digest).
+func (s *Server) serveRecord(w http.ResponseWriter, r *http.Request) {
+	s.serveStored(w, r, "record", s.st.Record)
+}
+
+// roomBytes finds a room's descriptor and head: a steered room's current
+// ones, or those the store holds of a room no longer configured.
+func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *apiError) {
+	id, aerr := digestOf(r.PathValue("room"))
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	if h, ok := s.hubs[id]; ok {
+		st := h.state.Load()
+		return st.descriptor, st.head, nil
+	}
+	if a, ok := s.archived[id]; ok {
+		return a.Descriptor, a.KeyLogHead, nil
+	}
+	return nil, nil, fail(codeUnknownRoom, "the server holds no room %s", id)
+}
+
+// serveDescriptor answers GET /v1/rooms/{room}/descriptor: the room's
+// descriptor (COMPANION §4), whose digest of its body is the room id, so
+// it never changes.
+func (s *Server) serveDescriptor(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+		return
+	}
+	desc, _, aerr := s.roomBytes(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeSigned(w, desc, immutable)
+}
+
+// serveKeyLog answers GET /v1/rooms/{room}/keylog with the current head of
+// the room's key log (COMPANION §4), which an operator may replace (no-cache);
+// 404 for a room with no origin, which has none. PUT installs a newer one.
+func (s *Server) serveKeyLog(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPut {
+		s.serveKeyLogPut(w, r)
+		return
+	}
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !allow(w, r, http.MethodGet, http.MethodHead, http.MethodPut) || !noQuery(w, r) {
+		return
+	}
+	_, head, aerr := s.roomBytes(r)
+	if aerr == nil && head == nil {
+		aerr = fail(codeNoKeyLog, "the room names no origin, and so has no key log (COMPANION §4)")
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeSigned(w, head, "no-cache")
+}

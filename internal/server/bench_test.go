@@ -1,0 +1,195 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/store"
+)
+
+// benchSpec is a policy of n pathways, each of one edge and one interior
+// hop of one class, with records for six periods.
+func benchSpec(n int) scenario.Spec {
+	pws := make([]scenario.Pathway, n)
+	for i := range pws {
+		pws[i] = scenario.Pathway{
+			ID: fmt.Sprintf("p%02d", i), TopTier: 2, LatencyMs: 100, Capacity: policy.Unlimited,
+			Hops: []scenario.Hop{
+				{Place: policy.Edge, Class: evidence.ModelBased, Joules: uint64(20_000_000 + 100_000*i), Bytes: 1_000_000_000},
+				{Place: policy.Interior, Class: evidence.ModelBased, Joules: 5_000_000, Bytes: 900_000_000},
+			},
+		}
+	}
+	return scenario.Spec{Pathways: pws, Periods: 6}
+}
+
+// benchServer serves spec over st, with its records posted.
+func benchServer(b *testing.B, spec scenario.Spec, st store.Store) (*Server, *scenario.Scenario) {
+	sc, err := scenario.Build(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock := newClock(t0)
+	srv, err := New(context.Background(), Config{
+		Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes,
+			Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+		Clock:  clock.Load,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, st, store.NewLoads())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close(context.Background()) })
+	var body []byte
+	for _, r := range sc.Records {
+		body = append(body, r...)
+	}
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest("POST", "/v1/rooms/"+sc.Room.ID().String()+"/records", bytes.NewReader(body)))
+	if w.Code != http.StatusOK {
+		b.Fatalf("records: %d %s", w.Code, w.Body)
+	}
+	return srv, sc
+}
+
+// BenchmarkSteer is one steering request through the Handler, no network:
+// the report, the loads and the rule, the signature, the group commit
+// (in memory) and the manifest (issue 3 item 6). Sign is the signature of
+// the same decision alone, its share of the request.
+func BenchmarkSteer(b *testing.B) {
+	for _, n := range []int{3, 32} {
+		b.Run(fmt.Sprintf("pathways=%d", n), func(b *testing.B) {
+			srv, _ := benchServer(b, benchSpec(n), store.NewMemory())
+			target := "/v1/steer?wai_session=000102030405060708090a0b0c0d0e0f&_HLS_pathway=p01&_HLS_throughput=5000000"
+			req := httptest.NewRequest("GET", target, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("pathways=%d/sign", n), func(b *testing.B) {
+			sc, err := scenario.Build(benchSpec(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rk, err := decision.RankAt(sc.Policy, sc.Policy.Digest(), t0, sc.Index)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, err := rk.Decision(sc.SteerKey.Public(), t0, report.HLS, report.Report{}, report.Session{1}, make([]uint32, n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, 0, len(decision.SignedPrefix)+d.Size())
+			b.ReportAllocs()
+			for b.Loop() {
+				decision.AppendSigned(buf[:0], d, sc.SteerKey)
+			}
+		})
+	}
+}
+
+// BenchmarkLoopback is steering requests from 32 concurrent clients, each
+// its own session, through a real loopback listener to one room, with the
+// decisions committed in groups to memory and to a bbolt file (each group
+// one fsync). Ed25519 is a bare signature of the same decision's bytes,
+// from as many goroutines, for comparison: the most decisions per second
+// the signing alone allows on this machine.
+func BenchmarkLoopback(b *testing.B) {
+	const clients = 32
+	stores := []struct {
+		name string
+		open func(b *testing.B) store.Store
+	}{
+		{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
+		{"bolt", func(b *testing.B) store.Store {
+			st, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		}},
+	}
+	for _, s := range stores {
+		b.Run(s.name, func(b *testing.B) {
+			srv, _ := benchServer(b, benchSpec(3), s.open(b))
+			ts := httptest.NewServer(srv.Handler())
+			defer ts.Close()
+			tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+			client := &http.Client{Transport: tr}
+			defer tr.CloseIdleConnections()
+			var seq atomic.Uint64
+			b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				session := fmt.Sprintf("%032x", seq.Add(1))
+				url := ts.URL + "/v1/steer?wai_session=" + session + "&_HLS_pathway=p00&_HLS_throughput=5000000"
+				for pb.Next() {
+					resp, err := client.Get(url)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+			h := srv.metrics.commitBatch
+			var groups uint64
+			for i := range h.counts {
+				groups += h.counts[i].Load()
+			}
+			b.ReportMetric(float64(h.sum.Load())/float64(max(groups, 1)), "decisions/commit")
+		})
+	}
+	b.Run("ed25519", func(b *testing.B) {
+		sc, err := scenario.Build(benchSpec(3))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rk, err := decision.RankAt(sc.Policy, sc.Policy.Digest(), t0, sc.Index)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := rk.Decision(sc.SteerKey.Public(), t0, report.HLS, report.Report{}, report.Session{1}, make([]uint32, 3))
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg := append([]byte(decision.SignedPrefix), decision.AppendBody(nil, d)...)
+		b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+		b.ResetTimer()
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				sc.SteerKey.SignRaw(msg)
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "signatures/s")
+	})
+}

@@ -1,0 +1,57 @@
+// Package server is the steering server of the energy-aware steering
+// extension over HTTP: it answers players' steering requests with steering
+// manifests (§4 to §8.1), takes hops' per-hop records (COMPANION §5),
+// serves auditors every signed byte a decision needs to be verified (§8.4,
+// §9.1), and lets the operator replace a room's policy and key log head.
+//
+// # Routes
+//
+// The paths of each room's policy URIs (the host is ignored):
+//
+//	GET     <server_uri path>, <reload_uri path>   the steering manifest (§8.1)
+//	OPTIONS the same                               CORS preflight (CMCD header mode)
+//	GET     <decision_uri path><digest>            the decision's WSD1 bytes (§8.4)
+//
+// and the server's own:
+//
+//	GET  /v1/decisions/{digest}                    a decision, whatever its policy's decision_uri
+//	GET  /v1/policies/{digest}                     a policy's WSP1 bytes, the active one or any earlier
+//	GET  /v1/records/{digest}                      a per-hop record's WMH1 bytes
+//	GET  /v1/rooms/{room}/descriptor               the room descriptor (COMPANION §4)
+//	GET  /v1/rooms/{room}/keylog                   the current key log head; 404 for a room with no origin
+//	POST /v1/rooms/{room}/records                  a hop's records, back to back
+//	PUT  /v1/rooms/{room}/policy                   a new policy (operator token)
+//	PUT  /v1/rooms/{room}/keylog                   a newer key log head (operator token)
+//	GET  /v1/rooms/{room}/status                   the room's status as JSON (operator token)
+//	GET  /healthz, /readyz, /metrics
+//
+// A manifest is served with the media type draft-pantos-content-steering
+// §11.1 registers (ManifestType), Cache-Control: no-store and
+// Access-Control-Allow-Origin: *. Signed bytes named by a digest are served
+// as application/octet-stream with immutable caching. A refusal is JSON,
+// {"error": CODE, "detail": TEXT}, with CODE one of the text's refusal
+// codes (for the bytes a request carries) or the server's own; statusOf is
+// the one table from codes to statuses.
+//
+// # A steering request
+//
+// Per request the server reads the query once (§4.1) for the session and
+// the report; takes the room's loads and decides under the room's lock in
+// the table of loads (§6, store.Loads.Steer), so that the loads are exact
+// under concurrent requests; signs (§7.3); hands the compacted decision to
+// the group committer, which writes every decision waiting in one durable
+// write; and writes the manifest only once its decision is durable. The
+// evidence, the ranks and the order are computed once per window and
+// again when a record arrives (decision.Ranking), and read through an
+// atomic pointer.
+//
+// A session counts toward the pathway its latest decision put first until
+// its manifest's TTL and Config.SessionGrace have passed since the
+// decision (DefaultSessionGrace gives the reason for 20 s).
+//
+// While a room has a policy its steering route never answers 404, 410 or
+// 429, which make real players stop steering for good: a decision the
+// store cannot take is answered 503 with Retry-After min_ttl_s (§6.5), a
+// status every player retries, and never with a manifest naming a
+// decision an auditor could not fetch.
+package server

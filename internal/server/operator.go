@@ -1,0 +1,323 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/reason"
+	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/store"
+)
+
+// operator checks the request's bearer token against the operator's, in
+// constant time (of the two tokens' SHA-256, so that not even the length
+// is compared in variable time).
+func (s *Server) operator(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set("Cache-Control", "no-store")
+	if len(s.token) == 0 {
+		writeError(w, fail(codeOperatorDisabled, "the server has no operator token: operator routes are disabled"))
+		return false
+	}
+	auth := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="waisteer operator"`)
+		writeError(w, fail(codeTokenMissing, "operator routes need Authorization: Bearer TOKEN"))
+		return false
+	}
+	got, want := sha256.Sum256([]byte(tok)), sha256.Sum256(s.token)
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="waisteer operator", error="invalid_token"`)
+		writeError(w, fail(codeTokenInvalid, "the bearer token is not the operator's"))
+		return false
+	}
+	return true
+}
+
+// operatorBody runs the checks every operator write shares and reads its
+// body: the method, no query, the token, the room, a binary body within
+// limit.
+func (s *Server) operatorBody(w http.ResponseWriter, r *http.Request, limit int64) (*hub, []byte, bool) {
+	if !allow(w, r, http.MethodPut) || !noQuery(w, r) || !s.operator(w, r) {
+		return nil, nil, false
+	}
+	h, aerr := s.hubOf(r)
+	if aerr == nil {
+		aerr = octetStream(r)
+	}
+	var body []byte
+	if aerr == nil {
+		body, aerr = readBody(w, r, limit)
+	}
+	if aerr == nil && len(body) == 0 {
+		aerr = fail(codeEmptyBody, "the body is empty")
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return nil, nil, false
+	}
+	return h, body, true
+}
+
+// changeAnswer is the answer to an operator's change.
+type changeAnswer struct {
+	Room      string `json:"room"`
+	Policy    string `json:"policy"`
+	Previous  string `json:"previous,omitempty"`
+	KeyLogSeq uint64 `json:"key_log_seq,omitempty"`
+	Unchanged bool   `json:"unchanged,omitempty"`
+}
+
+// servePolicyPut replaces a room's policy (PUT /v1/rooms/{room}/policy,
+// operator): the body is a WSP1 policy that reads (§3.3), is the room's,
+// and is signed by a key §3.5 allows under the room's key log (§9.1 step
+// 2); the steering key must be allowed to sign its decisions (newState). It
+// is stored as the room's active policy before it is used; earlier policies
+// stay available by digest.
+//
+// The table of loads is reset: a session's first pathway is an index into
+// the policy it was decided under, which the new one may order or count
+// otherwise. Each session counts again from its next request, within one
+// TTL and the grace; until then the capacities (§6.1) see fewer sessions
+// than are playing.
+func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
+	h, body, ok := s.operatorBody(w, r, maxPolicyBody)
+	if !ok {
+		return
+	}
+	p, err := policy.Parse(body)
+	if err != nil {
+		writeError(w, refusal(err))
+		return
+	}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	cur := h.state.Load()
+	if bytes.Equal(body, cur.policy.Bytes()) {
+		writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), Unchanged: true})
+		return
+	}
+	st, err := newState(cur.room, cur.descriptor, cur.head, p, h.signer)
+	if err != nil {
+		writeError(w, refusal(err))
+		return
+	}
+	s.routesMu.Lock()
+	defer s.routesMu.Unlock()
+	retired := h.retired
+	for _, r := range cur.steer {
+		if !slices.ContainsFunc(st.steer, r.equal) && !slices.ContainsFunc(retired, r.equal) {
+			retired = append(retired[:len(retired):len(retired)], r)
+		}
+	}
+	prev := h.retired
+	h.retired = retired
+	rt, err := buildRoutes(s.sortedHubs(), h, st, s.routes.Load().decisions)
+	if err != nil {
+		h.retired = prev
+		writeError(w, refusal(err))
+		return
+	}
+	persist := func() error { return s.st.PutPolicy(r.Context(), h.id, st.digest, p.Bytes(), true) }
+	if err := h.replace(r.Context(), st, persist); err != nil {
+		h.retired = prev
+		writeError(w, fail(codeStore, "installing the policy: %v", err))
+		return
+	}
+	s.policies.Store(st.digest, p)
+	s.routes.Store(rt)
+	if err := s.loads.Reset(r.Context(), h.id); err != nil {
+		s.log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
+	}
+	s.log.Info("policy replaced", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
+	writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: st.digest.String(), Previous: cur.digest.String()})
+}
+
+// serveKeyLogPut installs a newer head of the room's key log (PUT
+// /v1/rooms/{room}/keylog, operator): it reads and is the room's origin's,
+// signed, and lists the authority (the room step, COMPANION §4.1); its seq
+// is greater than the current head's (key_log_stale otherwise); the active
+// policy's signer is still allowed (§3.5), and so is the steering key for
+// the figures the policy's hops may sign (newState), else every decision
+// made after would fail verification: both are refused 409 with the
+// reason. The evidence is rebuilt under the new head, which may have
+// revoked a hop.
+func (s *Server) serveKeyLogPut(w http.ResponseWriter, r *http.Request) {
+	h, body, ok := s.operatorBody(w, r, maxKeyLogBody)
+	if !ok {
+		return
+	}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	cur := h.state.Load()
+	curSeq, has := cur.keyLogSeq()
+	if !has {
+		writeError(w, fail(codeNoOrigin, "the room names no origin and so has no key log (COMPANION §4)"))
+		return
+	}
+	if bytes.Equal(body, cur.head) {
+		writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: curSeq, Unchanged: true})
+		return
+	}
+	rm, err := room.Open(cur.descriptor, body)
+	if err != nil {
+		writeError(w, refusal(err))
+		return
+	}
+	if seq := rm.Head().Seq; seq <= curSeq {
+		writeError(w, fail(codeKeyLogStale, "the head's seq %d is not greater than the current %d", seq, curSeq))
+		return
+	}
+	if err := rm.MaySignPolicy(cur.policy.Signer); err != nil {
+		writeError(w, fail(codePolicySigner, "under this head the active policy's signer may not sign it (%s): %s", reason.Of(err), err))
+		return
+	}
+	st, err := newState(rm, cur.descriptor, body, cur.policy, h.signer)
+	if err != nil {
+		writeError(w, refusal(err))
+		return
+	}
+	st.firsts = cur.firsts // the same policy: its counts go on
+	persist := func() error {
+		return s.st.PutRoom(r.Context(), store.Room{ID: h.id, Descriptor: cur.descriptor, KeyLogHead: body})
+	}
+	if err := h.replace(r.Context(), st, persist); err != nil {
+		writeError(w, fail(codeStore, "installing the key log head: %v", err))
+		return
+	}
+	s.log.Info("key log head replaced", "room", h.id.String(), "seq", rm.Head().Seq, "previous", curSeq)
+	writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: rm.Head().Seq})
+}
+
+// Status is a room's status (GET /v1/rooms/{room}/status, operator).
+type Status struct {
+	Room      string          `json:"room"`
+	Name      string          `json:"name"`
+	KeyLogSeq *uint64         `json:"key_log_seq"` // null for a room with no origin
+	Policy    PolicyStatus    `json:"policy"`
+	T         uint64          `json:"t"`      // the room clock when the status was taken, µs
+	Window    [2]uint64       `json:"window"` // [a, b) at t (§5.1)
+	Order     []string        `json:"order"`  // the pathways in the order of §6.2
+	Pathways  []PathwayStatus `json:"pathways"`
+	Decisions DecisionsStatus `json:"decisions"`
+	Records   RecordsStatus   `json:"records"`
+}
+
+// PolicyStatus names the active policy.
+type PolicyStatus struct {
+	Digest      string `json:"digest"`
+	Signer      string `json:"signer"`
+	ServerURI   string `json:"server_uri"`
+	ReloadURI   string `json:"reload_uri"`
+	DecisionURI string `json:"decision_uri"`
+}
+
+// PathwayStatus is one pathway's evidence (§5), rank (§6.2), limits
+// (§6.1, as for a client not on it) and load (§6), and how often decisions
+// under the active policy put it first.
+type PathwayStatus struct {
+	ID       string          `json:"id"`
+	Status   string          `json:"status"`
+	Class    int             `json:"class"`
+	Joules   string          `json:"joules"`
+	Delivery string          `json:"delivery"`
+	Rank     int             `json:"rank"`
+	Records  int             `json:"records"` // how many records its evidence names
+	Limits   map[string]bool `json:"limits"`
+	Load     *uint32         `json:"load"` // null when the table of loads cannot say
+	First    uint64          `json:"first"`
+}
+
+// DecisionsStatus counts the decisions made under the active policy.
+type DecisionsStatus struct {
+	Total    uint64            `json:"total"`
+	ByReason map[string]uint64 `json:"by_reason"`
+}
+
+// RecordsStatus counts the records posted since the server started.
+type RecordsStatus struct {
+	Accepted  uint64            `json:"accepted"`
+	Duplicate uint64            `json:"duplicate"`
+	Refused   map[string]uint64 `json:"refused"`
+	InIndex   int               `json:"in_index"`
+}
+
+// serveStatus answers a room's status as JSON.
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) || !s.operator(w, r) {
+		return
+	}
+	h, aerr := s.hubOf(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	st := h.state.Load()
+	rk, t, err := h.rank(st, s.clock())
+	if err != nil {
+		writeError(w, fail(codeInternal, "ranking: %v", err))
+		return
+	}
+	p := st.policy
+	out := Status{
+		Room: h.id.String(),
+		Name: st.room.Name(),
+		Policy: PolicyStatus{
+			Digest: st.digest.String(), Signer: p.Signer.String(),
+			ServerURI: p.ServerURI, ReloadURI: p.ReloadURI, DecisionURI: p.DecisionURI,
+		},
+		T:         t,
+		Decisions: DecisionsStatus{ByReason: map[string]uint64{}},
+		Records: RecordsStatus{
+			Accepted: h.accepted.Load(), Duplicate: h.duplicates.Load(), Refused: map[string]uint64{},
+		},
+	}
+	if seq, ok := st.keyLogSeq(); ok {
+		out.KeyLogSeq = &seq
+	}
+	out.Window[0], out.Window[1] = rk.r.Window()
+	for _, i := range rk.r.Order() {
+		out.Order = append(out.Order, st.ids[i])
+	}
+	loads := s.loadsNow(r.Context(), h, len(st.ids))
+	for i, id := range st.ids {
+		ev := rk.r.Evidence(i)
+		ps := PathwayStatus{
+			ID: id, Status: ev.Status.String(), Class: int(ev.Class),
+			Joules: ev.Joules.String(), Delivery: ev.Delivery.String(),
+			Rank: int(rk.r.Rank(i)), Records: len(ev.Records),
+		}
+		var load uint32
+		if loads != nil {
+			load = loads[i]
+			ps.Load = &loads[i]
+		}
+		l := decision.PathwayLimits(p, i, false, load)
+		ps.Limits = map[string]bool{
+			"latency":  l&decision.LimitLatency != 0,
+			"quality":  l&decision.LimitQuality != 0,
+			"capacity": l&decision.LimitCapacity != 0,
+		}
+		for rsn := decision.Buffer; rsn <= decision.None; rsn++ {
+			n := st.firsts[rsn][i].Load()
+			ps.First += n
+			out.Decisions.ByReason[rsn.String()] += n
+			out.Decisions.Total += n
+		}
+		out.Pathways = append(out.Pathways, ps)
+	}
+	ks, vs := h.refused.sorted()
+	for i, k := range ks {
+		out.Records.Refused[k] = vs[i]
+	}
+	h.mu.Lock()
+	out.Records.InIndex = h.index.Len()
+	h.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/reason"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/store"
+)
+
+// recordResult is one record's answer: its digest and outcome, or its
+// index in the body and the code that refused it.
+type recordResult struct {
+	Index   int    `json:"index"`
+	Digest  string `json:"digest,omitempty"`
+	Outcome string `json:"outcome,omitempty"` // accepted, duplicate
+	Refused string `json:"refused,omitempty"` // a refusal code
+	Detail  string `json:"detail,omitempty"`
+}
+
+type recordsAnswer struct {
+	Results []recordResult `json:"results"`
+}
+
+// serveRecords takes a hop's records (POST /v1/rooms/{room}/records): one
+// or more WMH1 records back to back, each read (COMPANION §5: §1's codes,
+// energy_invalid, record_invalid), checked for the room (wrong_room) and
+// its hop's signature (bad_key, bad_signature), and its hop's authority
+// under the room's current key log (COMPANION §4.2: hop_not_authorised,
+// hop_revoked). The accepted ones are stored, idempotently by digest, in
+// one durable write before any is answered; a refused one is never stored.
+// Each is answered in order: 200 when every record was accepted (or held
+// already), 422 otherwise.
+func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodPost) || !noQuery(w, r) {
+		return
+	}
+	h, aerr := s.hubOf(r)
+	if aerr == nil {
+		aerr = octetStream(r)
+	}
+	var body []byte
+	if aerr == nil {
+		body, aerr = readBody(w, r, maxRecordsBody)
+	}
+	if aerr == nil && len(body) == 0 {
+		aerr = fail(codeEmptyBody, "the body holds no record")
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	st := h.state.Load()
+	raws, splitErr := evidence.SplitRecords(body)
+	results := make([]recordResult, 0, len(raws)+1)
+	var toStore []store.Record
+	var entries []evidence.Entry
+	where := map[sig.Hash]int{} // digest → index of its result, for duplicates in one body
+	refused := 0
+	for i, raw := range raws {
+		rec, err := evidence.ParseRecord(raw)
+		if err == nil {
+			err = rec.Check(h.id)
+		}
+		if err == nil {
+			err = st.room.MaySignRecord(rec.Hop, rec.Class)
+		}
+		if err != nil {
+			results = append(results, s.refuseRecord(h, i, err))
+			refused++
+			continue
+		}
+		digest := rec.Digest()
+		if _, dup := where[digest]; dup {
+			results = append(results, recordResult{Index: i, Digest: digest.String(), Outcome: "duplicate"})
+			continue
+		}
+		where[digest] = len(results)
+		results = append(results, recordResult{Index: i, Digest: digest.String()})
+		toStore = append(toStore, store.Record{Digest: digest, Room: h.id, Hop: rec.Hop, Start: rec.Start, End: rec.End, Raw: raw})
+		entries = append(entries, evidence.Entry{Digest: digest, Record: rec})
+	}
+	if splitErr != nil {
+		// The bytes after the last whole record are not one: they are
+		// refused as the record they start.
+		results = append(results, s.refuseRecord(h, len(raws), splitErr))
+		refused++
+	}
+	if len(toStore) > 0 {
+		added, err := s.st.PutRecords(r.Context(), toStore)
+		if err == nil && len(added) != len(toStore) {
+			err = errors.New("the store answered for another count of records")
+		}
+		if err != nil {
+			// Nothing is answered as accepted that is not durable: the
+			// hop sends the body again, and what was stored is then a
+			// duplicate.
+			w.Header().Set("Retry-After", "1")
+			writeError(w, fail(codeStore, "the records could not be stored: %v", err))
+			return
+		}
+		for k, sr := range toStore {
+			res := &results[where[sr.Digest]]
+			if added[k] {
+				res.Outcome = "accepted"
+				h.accepted.Add(1)
+			} else {
+				res.Outcome = "duplicate"
+				h.duplicates.Add(1)
+			}
+		}
+		// §5: a record in the current window updates the evidence at once.
+		h.addRecords(entries)
+	}
+	status := http.StatusOK
+	if refused > 0 {
+		status = http.StatusUnprocessableEntity
+	}
+	writeJSON(w, status, recordsAnswer{Results: results})
+}
+
+// refuseRecord counts and logs a refused record and returns its answer.
+func (s *Server) refuseRecord(h *hub, i int, err error) recordResult {
+	c := reason.Of(err)
+	detail := err.Error()
+	var re *reason.Error
+	if errors.As(err, &re) {
+		detail = re.Detail
+	}
+	if c == "" {
+		c = reason.Code(codeInternal)
+	}
+	h.refused.add(string(c))
+	s.log.Info("record refused", "room", h.id.String(), "index", i, "code", string(c), "detail", detail)
+	return recordResult{Index: i, Refused: string(c), Detail: detail}
+}
+
+// octetStream refuses a body the route cannot read as sent: one with a
+// Content-Type other than application/octet-stream, or any
+// Content-Encoding.
+func octetStream(r *http.Request) *apiError {
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		return fail(codeMediaType, "the body is %s-encoded; send it as it is", enc)
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/octet-stream" {
+		return fail(codeMediaType, "Content-Type %q: the body is binary, application/octet-stream", ct)
+	}
+	return nil
+}
+
+// readBody reads a request's body up to limit bytes; a longer one is
+// body_too_large.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
+	if r.ContentLength > limit {
+		return nil, fail(codeBodyTooLarge, "the body is %d bytes, over the limit of %d", r.ContentLength, limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, fail(codeBodyTooLarge, "the body is over the limit of %d bytes", limit)
+		}
+		return nil, fail(codeBadBody, "reading the body: %v", err)
+	}
+	return b, nil
+}

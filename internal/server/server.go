@@ -1,0 +1,526 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/bits"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/store"
+)
+
+// RoomConfig is one room the server steers.
+type RoomConfig struct {
+	Descriptor  []byte         // room descriptor (CBOR)
+	KeyLogHead  []byte         // nil for a room with no origin
+	Policy      []byte         // signed WSP1; nil to steer by the store's active policy
+	SteeringKey sig.PrivateKey // signs decisions; must be allowed by COMPANION §4.2 for the policy's room
+}
+
+// Config configures a Server.
+type Config struct {
+	Rooms         []RoomConfig
+	OperatorToken string // bearer token for operator routes; empty disables them
+	// SessionGrace is how long after its manifest's TTL a silent session
+	// still counts toward the load of the pathway its latest decision put
+	// first (§6); 0 = DefaultSessionGrace.
+	SessionGrace time.Duration
+	// Retention: decisions and records older than this are pruned; 0 =
+	// keep forever.
+	Retention time.Duration
+	// CommitInterval is the longest a decision waits for others to join
+	// its group commit; 0 = DefaultCommitInterval.
+	CommitInterval time.Duration
+	Clock          func() uint64 // room clock, µs since the Unix epoch; nil = time.Now
+	Logger         *slog.Logger  // nil = slog.Default()
+}
+
+// DefaultSessionGrace is the default SessionGrace: 20 s, the load time
+// limit hls.js gives a steering manifest (/work/shared/players.md). A
+// player asks again TTL seconds after its last manifest arrived, and that
+// manifest may have taken up to its load limit to arrive after the
+// decision's t; a poll the player itself still counts as on time reaches
+// the server within TTL + 20 s of t. A session silent for longer has missed
+// a poll (a failed request is retried only a TTL later) and no longer
+// counts until it asks again.
+const DefaultSessionGrace = 20 * time.Second
+
+// DefaultCommitInterval is the default CommitInterval.
+const DefaultCommitInterval = 2 * time.Millisecond
+
+// Body limits.
+const (
+	maxRecordsBody = 4 << 20 // a hop's POST: about 17 000 records of no tracks
+	maxPolicyBody  = 4 << 20 // a policy of 32 pathways with every field at its longest is under 3 MiB
+	maxKeyLogBody  = 1 << 20
+	maxTarget      = 16 << 10 // a steering request's target
+)
+
+// Server is the steering server: players' steering requests, hops'
+// records, auditors' fetches and the operator's changes, over HTTP.
+type Server struct {
+	st     store.Store
+	loads  store.Loads
+	log    *slog.Logger
+	clock  func() uint64
+	grace  uint64 // µs
+	token  []byte
+	retain uint64 // µs; 0 keeps everything
+
+	hubs     map[sig.Hash]*hub
+	archived map[sig.Hash]store.Room // rooms the store holds and the config does not steer
+
+	routes   atomic.Pointer[routeTable]
+	routesMu sync.Mutex // serialises the table's rebuilds
+
+	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
+
+	commits *committer
+	metrics *metrics
+	mux     *http.ServeMux
+
+	closing atomic.Bool
+	stop    context.CancelFunc
+	bg      sync.WaitGroup
+}
+
+// New starts a server for the configured rooms over the store st and the
+// table of loads. Each room's descriptor and key log head pass the room
+// step (COMPANION §4.1); a key log head the store holds with a greater seq
+// than the configuration's is kept. The policy is the configuration's
+// unless the store already holds it and another is active (an operator
+// replaced it since), and passes §9.1 step 2 (wrong_room, its signature and
+// its signer, §3.5). The steering key must be allowed to sign the decisions
+// of the policy (newState). Each room's evidence is rebuilt from the
+// records the store holds for its window.
+func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*Server, error) {
+	if st == nil || loads == nil {
+		return nil, errors.New("server: a store and a table of loads are required")
+	}
+	s := &Server{
+		st:       st,
+		loads:    loads,
+		log:      cfg.Logger,
+		clock:    cfg.Clock,
+		grace:    uint64(cmpOr(cfg.SessionGrace, DefaultSessionGrace) / time.Microsecond),
+		token:    []byte(cfg.OperatorToken),
+		retain:   uint64(max(cfg.Retention, 0) / time.Microsecond),
+		hubs:     map[sig.Hash]*hub{},
+		archived: map[sig.Hash]store.Room{},
+		metrics:  newMetrics(),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.clock == nil {
+		s.clock = func() uint64 { return uint64(time.Now().UnixMicro()) }
+	}
+	stored, err := st.Rooms(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server: reading the store's rooms: %w", err)
+	}
+	byID := map[sig.Hash]store.Room{}
+	for _, r := range stored {
+		byID[r.ID] = r
+	}
+	// Everything is checked before anything is stored or used.
+	var hubs []*hub
+	for i, rc := range cfg.Rooms {
+		h, err := s.openRoom(ctx, rc, byID)
+		if err != nil {
+			return nil, fmt.Errorf("server: room %d: %w", i, err)
+		}
+		if _, dup := s.hubs[h.id]; dup {
+			return nil, fmt.Errorf("server: room %d: room %s is configured twice", i, h.id)
+		}
+		s.hubs[h.id] = h
+		hubs = append(hubs, h)
+	}
+	var known []string
+	for _, h := range hubs {
+		if h.decisions != "" {
+			known = append(known, h.decisions)
+		}
+	}
+	rt, err := buildRoutes(hubs, nil, nil, known)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	for _, h := range hubs {
+		st := h.state.Load()
+		if err := s.st.PutRoom(ctx, store.Room{ID: h.id, Descriptor: st.descriptor, KeyLogHead: st.head}); err != nil {
+			return nil, fmt.Errorf("server: storing room %s: %w", h.id, err)
+		}
+		if err := s.st.PutPolicy(ctx, h.id, st.digest, st.policy.Bytes(), true); err != nil {
+			return nil, fmt.Errorf("server: storing room %s's policy: %w", h.id, err)
+		}
+		s.policies.Store(st.digest, st.policy)
+		// The evidence, from the records the store holds (§5).
+		if err := h.replace(ctx, st, nil); err != nil {
+			return nil, fmt.Errorf("server: room %s's evidence: %w", h.id, err)
+		}
+	}
+	for id, r := range byID {
+		if _, ok := s.hubs[id]; !ok {
+			s.archived[id] = r
+		}
+	}
+	s.routes.Store(rt)
+	s.mux = s.newMux()
+
+	bg, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	s.commits = newCommitter(st, cmpOr(cfg.CommitInterval, DefaultCommitInterval), s.metrics, s.log)
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.commits.run() }()
+	if s.retain > 0 {
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.every(bg, time.Minute, s.prune) }()
+	}
+	if sw, ok := loads.(sweeper); ok {
+		// Steer and Snapshot drop a room's expired sessions as they
+		// pass; a room no request reaches is swept here.
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.every(bg, time.Minute, func(context.Context) { sw.Sweep(s.clock()) })
+		}()
+	}
+	return s, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// openRoom checks one configured room and makes its hub, with its state
+// published and nothing stored yet.
+func (s *Server) openRoom(ctx context.Context, rc RoomConfig, stored map[sig.Hash]store.Room) (*hub, error) {
+	if rc.SteeringKey.IsZero() {
+		return nil, errors.New("no steering key")
+	}
+	rm, err := room.Open(rc.Descriptor, rc.KeyLogHead)
+	if err != nil {
+		return nil, err
+	}
+	desc, head := rc.Descriptor, rc.KeyLogHead
+	if rm.Head() == nil {
+		head = nil // a room with no origin: a head given is not read (COMPANION §4.1)
+	}
+	if prev, ok := stored[rm.ID()]; ok && prev.KeyLogHead != nil && rm.Head() != nil {
+		// An operator may have installed a newer head since the
+		// configuration was written: the greater seq wins.
+		if pr, err := room.Open(prev.Descriptor, prev.KeyLogHead); err == nil && pr.Head().Seq > rm.Head().Seq {
+			rm, desc, head = pr, prev.Descriptor, prev.KeyLogHead
+		}
+	}
+	p, superseded, err := s.startPolicy(ctx, rm.ID(), rc.Policy)
+	if err != nil {
+		return nil, err
+	}
+	h := &hub{s: s, id: rm.ID(), key: rc.SteeringKey, signer: rc.SteeringKey.Public(), index: evidence.NewIndex()}
+	st, err := newState(rm, desc, head, p, h.signer)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", p.Digest(), err)
+	}
+	if superseded != nil {
+		// Players may still poll the configured policy's URIs, and hold
+		// manifests naming its decision_uri.
+		if steer, decisions, err := policyRoutes(superseded); err == nil {
+			for _, r := range steer {
+				if !slices.ContainsFunc(st.steer, r.equal) {
+					h.retired = append(h.retired, r)
+				}
+			}
+			h.decisions = decisions
+		}
+	}
+	h.state.Store(st)
+	return h, nil
+}
+
+// startPolicy chooses the policy a room starts with: the configuration's,
+// unless the store already holds those bytes and has another active,
+// which an operator installed after them; with none configured, the
+// store's active one.
+func (s *Server) startPolicy(ctx context.Context, id sig.Hash, raw []byte) (use, superseded *policy.Policy, err error) {
+	activeDigest, active, err := s.st.ActivePolicy(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, nil, err
+	}
+	hasActive := err == nil
+	if raw == nil {
+		if !hasActive {
+			return nil, nil, errors.New("no policy configured, and the store has none active")
+		}
+		use, err = policy.Parse(active)
+		return use, nil, err
+	}
+	p, err := policy.Parse(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if hasActive && activeDigest != p.Digest() {
+		if known, err := s.st.Policy(ctx, p.Digest()); err == nil && bytes.Equal(known, raw) {
+			s.log.Info("steering by the policy the store holds active, installed after the configured one",
+				"room", id.String(), "active", activeDigest.String(), "configured", p.Digest().String())
+			use, err = policy.Parse(active)
+			return use, p, err
+		}
+	}
+	return p, nil, nil
+}
+
+// Handler returns the handler of every route.
+func (s *Server) Handler() http.Handler { return s }
+
+// ServeHTTP dispatches a request: a steering path of a room's policy
+// first, then the server's own routes, then the decision prefixes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt := s.routes.Load()
+	path := r.URL.EscapedPath()
+	if h, ok, aerr := rt.steerHub(path, r.URL.RawQuery); ok {
+		if r.Method == http.MethodOptions {
+			s.count(routePreflight, w, r, s.preflight)
+			return
+		}
+		s.count(routeSteer, w, r, func(w http.ResponseWriter, r *http.Request) {
+			if aerr != nil {
+				steerHeaders(w)
+				writeError(w, aerr)
+				return
+			}
+			s.serveSteer(w, r, h)
+		})
+		return
+	}
+	if isReserved(path) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
+		s.count(routeDecision, w, r, func(w http.ResponseWriter, r *http.Request) {
+			if inQuery || noQuery(w, r) {
+				s.serveDecision(w, r, digest)
+			}
+		})
+		return
+	}
+	s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fail(codeNotFound, "no route at %q", path))
+	})
+}
+
+// newMux routes the server's own paths.
+func (s *Server) newMux() *http.ServeMux {
+	m := http.NewServeMux()
+	handle := func(pattern string, rt route, h func(http.ResponseWriter, *http.Request)) {
+		m.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { s.count(rt, w, r, h) })
+	}
+	handle("/v1/policies/{digest}", routePolicy, s.servePolicy)
+	handle("/v1/records/{digest}", routeRecord, s.serveRecord)
+	handle("/v1/rooms/{room}/descriptor", routeDescriptor, s.serveDescriptor)
+	m.HandleFunc("/v1/rooms/{room}/keylog", func(w http.ResponseWriter, r *http.Request) {
+		rt := routeKeyLog
+		if r.Method == http.MethodPut {
+			rt = routeKeyLogPut
+		}
+		s.count(rt, w, r, s.serveKeyLog)
+	})
+	handle("/v1/rooms/{room}/records", routeRecordsPost, s.serveRecords)
+	handle("/v1/rooms/{room}/policy", routePolicyPut, s.servePolicyPut)
+	handle("/v1/rooms/{room}/status", routeStatus, s.serveStatus)
+	handle("/healthz", routeHealth, s.serveHealth)
+	handle("/readyz", routeReady, s.serveReady)
+	handle("/metrics", routeMetrics, s.serveMetrics)
+	handle("/", routeOther, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fail(codeNotFound, "no route at %q", r.URL.EscapedPath()))
+	})
+	return m
+}
+
+// allow answers 405 unless the request's method is one of methods.
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if slices.Contains(methods, r.Method) {
+		return true
+	}
+	w.Header().Set("Allow", joinMethods(methods))
+	writeError(w, fail(codeMethod, "%s is not answered here; use %s", r.Method, joinMethods(methods)))
+	return false
+}
+
+func joinMethods(ms []string) string {
+	var b bytes.Buffer
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(m)
+	}
+	return b.String()
+}
+
+// noQuery answers 400 when a route that reads no query is given one.
+func noQuery(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.RawQuery == "" && !r.URL.ForceQuery {
+		return true
+	}
+	writeError(w, fail(codeQueryNotAllowed, "this route reads no query, and was given %q", r.URL.RawQuery))
+	return false
+}
+
+// hubOf finds the room a {room} path segment names.
+func (s *Server) hubOf(r *http.Request) (*hub, *apiError) {
+	id, aerr := digestOf(r.PathValue("room"))
+	if aerr != nil {
+		return nil, aerr
+	}
+	h, ok := s.hubs[id]
+	if !ok {
+		return nil, fail(codeUnknownRoom, "the server steers no room %s", id)
+	}
+	return h, nil
+}
+
+// digestOf reads a path segment of 64 lowercase hexadecimal digits, as the
+// server writes digests and room ids (§8.1, §8.4).
+func digestOf(s string) (sig.Hash, *apiError) {
+	var h sig.Hash
+	if len(s) != 2*len(h) {
+		return h, fail(codeBadDigest, "%q is not 64 lowercase hexadecimal digits", s)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return h, fail(codeBadDigest, "%q is not 64 lowercase hexadecimal digits", s)
+		}
+	}
+	h, _ = sig.ParseHash(s)
+	return h, nil
+}
+
+func (s *Server) sortedHubs() []*hub {
+	hs := make([]*hub, 0, len(s.hubs))
+	for _, h := range s.hubs {
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(a, b *hub) int { return bytes.Compare(a.id[:], b.id[:]) })
+	return hs
+}
+
+// serveHealth answers whether the process serves at all.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// serveReady answers whether the server can steer: it is not closing, and
+// its last group commit was durable.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	switch {
+	case s.closing.Load():
+		writeError(w, fail(codeClosing, "the server is closing"))
+	case s.commits.failing.Load():
+		writeError(w, fail(codeStore, "the store refused the last group of decisions"))
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "rooms": len(s.hubs)})
+	}
+}
+
+// sweeper is a table of loads that frees the sessions that have expired
+// (store.MemLoads).
+type sweeper interface{ Sweep(now uint64) int }
+
+// every runs fn every period until ctx ends.
+func (s *Server) every(ctx context.Context, period time.Duration, fn func(context.Context)) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			fn(ctx)
+		}
+	}
+}
+
+// prune removes from the store what is older than the retention.
+func (s *Server) prune(ctx context.Context) {
+	now := s.clock()
+	if now <= s.retain {
+		return
+	}
+	// A decision kept must still verify (§9.1 step 4.1): its records end
+	// no earlier than its window's start, so records are kept for the
+	// longest window, lag and period of any room beyond the decisions'
+	// retention.
+	decisionsBefore := now - s.retain
+	recordsBefore := decisionsBefore - min(decisionsBefore, s.recordSpan())
+	st, err := s.st.Prune(ctx, recordsBefore, decisionsBefore)
+	if err != nil {
+		s.log.Error("pruning the store", "err", err)
+		return
+	}
+	s.log.Info("pruned the store", "records", st.Records, "decisions", st.Decisions, "snapshots", st.Snapshots)
+}
+
+// Close stops the background work (the group committer, the pruner) and
+// waits for the decisions already handed to the committer to be committed.
+// A steering request that arrives after is answered 503. It does not close
+// the store.
+func (s *Server) Close(ctx context.Context) error {
+	if !s.closing.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.stop()
+	s.commits.close()
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// recordSpan is, over the rooms, the longest a decision's records can end
+// before its instant: the window, the lag and a period (§5.1: a decision at
+// t names records with end > t − L − P − W).
+func (s *Server) recordSpan() uint64 {
+	var span uint64
+	for _, h := range s.sortedHubs() {
+		if st := h.state.Load(); st != nil && st.policy != nil {
+			p := st.policy
+			sum, c1 := bits.Add64(p.WindowUs, p.LagUs, 0)
+			sum, c2 := bits.Add64(sum, p.PeriodUs, 0)
+			if c1|c2 != 0 { // a window past the room clock's range: keep every record
+				return math.MaxUint64
+			}
+			span = max(span, sum)
+		}
+	}
+	return span
+}

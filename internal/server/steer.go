@@ -1,0 +1,192 @@
+package server
+
+import (
+	"errors"
+	"math/bits"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/store"
+)
+
+// ManifestType is the media type of a steering manifest: the one
+// draft-pantos-content-steering registers for it (§11.1 of the draft; the
+// IANA media types registry lists application/vnd.apple.steering-list with
+// the draft as its reference), which §8.1 has the manifest served with.
+const ManifestType = "application/vnd.apple.steering-list"
+
+// errStale says that the room's state changed while a request was being
+// decided under it: the request is decided again under the new one.
+var errStale = errors.New("server: the room's policy changed during the request")
+
+// buffers are reused for the decision's signed bytes and the manifest.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// steerHeaders are the headers of every answer on a steering route: the
+// manifest is the client's own and never cached (§6: each request is
+// decided), and a player in a browser on another origin may read it.
+func steerHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Access-Control-Allow-Origin", "*")
+}
+
+// preflight answers a CORS preflight: a player in a browser sends CMCD in
+// request headers (CTA-5004-B header mode), which makes its GET need one.
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status")
+	h.Set("Access-Control-Max-Age", "86400")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveSteer answers a steering request (§4 to §8.1): read the report and
+// the session (minting one for a first request), take the loads and decide
+// (§6), sign (§7.3), commit the decision durably with others, and answer
+// the manifest (§8.1).
+//
+// While a room has a policy, its steering route never answers 404, 410 or
+// 429, which stop players' steering for good (players.md). A request that
+// cannot be stored (or decided) is answered 503 (or 500) with Retry-After,
+// which every player retries, rather than with a manifest whose decision
+// an auditor could not fetch.
+func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
+	steerHeaders(w)
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, OPTIONS")
+		writeError(w, fail(codeMethod, "a steering request is a GET (§4), not %s", r.Method))
+		return
+	}
+	if len(r.RequestURI) > maxTarget {
+		writeError(w, fail(codeTargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
+		return
+	}
+	if s.closing.Load() {
+		s.unavailable(w, h, fail(codeClosing, "the server is closing"))
+		return
+	}
+
+	// §4.1: the query is read once, for the session and the report.
+	q := report.ParseQuery(r.RequestURI)
+	session, ok := q.Session()
+	if !ok {
+		// COMPANION §6: no session, a first request: mint one (§6).
+		var err error
+		if session, err = report.NewSession(nil); err != nil {
+			s.unavailable(w, h, fail(codeInternal, "minting a session: %v", err))
+			return
+		}
+	}
+
+	s.commits.pending.Add(1)
+	out, aerr := s.decide(r, h, &q, session)
+	if aerr != nil {
+		s.commits.pending.Add(-1)
+		s.unavailable(w, h, aerr)
+		return
+	}
+	// The manifest goes out only once its decision is durable: it names
+	// the decision's URI (§8.4), where an auditor must find it.
+	if err := s.commits.commit(r.Context(), out.job); err != nil {
+		s.unavailable(w, h, fail(codeStore, "the decision could not be stored: %v", err))
+		return
+	}
+	*out.job = commitJob{done: out.job.done}
+	jobs.Put(out.job)
+
+	out.st.firsts[out.reason][out.priority[0]].Add(1)
+	mb := buffers.Get().(*[]byte)
+	m := out.st.writer.Append((*mb)[:0], out.ttl, session, out.priority, out.digest)
+	hd := w.Header()
+	hd.Set("Content-Type", ManifestType)
+	hd.Set("Content-Length", strconv.Itoa(len(m)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(m)
+	*mb = m[:0]
+	buffers.Put(mb)
+}
+
+// unavailable answers a steering request that cannot be decided or
+// stored, with Retry-After the policy's min_ttl_s, the TTL the text gives
+// a client it asks to come back soon (§6.5). Players retry a 500 or a 503
+// (hls.js and Shaka after the last TTL, Media3 after 300 s, dash.js after
+// its TTL unless it was the first request); none stops steering for it.
+func (s *Server) unavailable(w http.ResponseWriter, h *hub, e *apiError) {
+	w.Header().Set("Retry-After", strconv.FormatUint(uint64(h.state.Load().policy.MinTTLs), 10))
+	writeError(w, e)
+}
+
+// decided is a signed decision on its way to the store and the manifest.
+type decided struct {
+	st       *roomState
+	job      *commitJob
+	ttl      uint32
+	priority []uint8
+	digest   sig.Hash
+	reason   decision.Reason
+}
+
+// decide makes and signs the decision for one request: the report read
+// under the room's state (§4), the loads taken and the session counted
+// atomically with the rule (§6, Loads.Steer), the decision signed (§7.3)
+// and compacted for the store. A failure of the table of loads is
+// store_unavailable; any other is internal.
+func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session) (*decided, *apiError) {
+	for attempt := 0; ; attempt++ {
+		st := h.state.Load()
+		protocol, rep := q.Report(r.Header, st.ids)
+		rk, t, err := h.rank(st, s.clock())
+		if err != nil {
+			return nil, fail(codeInternal, "ranking the pathways: %v", err)
+		}
+		var d *decision.Decision
+		var ruleErr error
+		err = s.loads.Steer(r.Context(), h.id, len(st.ids), session, t, func(loads []uint32) (int, uint64, error) {
+			if h.state.Load() != st {
+				ruleErr = errStale
+				return 0, 0, errStale
+			}
+			if d, ruleErr = rk.r.Decision(h.signer, t, protocol, rep, session, loads); ruleErr != nil {
+				return 0, 0, ruleErr
+			}
+			// §6, §9.2: the session counts toward its first pathway
+			// until its manifest's TTL and the grace have passed.
+			expires, carry := bits.Add64(t, uint64(d.TTL)*1_000_000+s.grace, 0)
+			if carry != 0 {
+				ruleErr = errors.New("the session's expiry is past the room clock's range")
+				return 0, 0, ruleErr
+			}
+			return int(d.Priority[0]), expires, nil
+		})
+		switch {
+		case ruleErr == errStale && attempt < 3:
+			continue
+		case ruleErr != nil:
+			return nil, fail(codeInternal, "deciding: %v", ruleErr)
+		case err != nil:
+			return nil, fail(codeStore, "the table of loads: %v", err)
+		}
+
+		// §7.3: sign in a reused buffer. Only the signature and the
+		// digest are kept: the store holds the decision compactly and
+		// rebuilds its bytes (store.Rebuild).
+		buf := buffers.Get().(*[]byte)
+		if n := len(decision.SignedPrefix) + d.Size(); cap(*buf) < n {
+			*buf = make([]byte, 0, n)
+		}
+		_, digest := decision.AppendSigned((*buf)[:0], d, h.key)
+		buffers.Put(buf)
+
+		job := jobs.Get().(*commitJob)
+		job.ev = rk.snapshot
+		job.d = store.Compact(d, digest, rk.snapshot.Key)
+		return &decided{st: st, job: job, ttl: d.TTL, priority: d.Priority, digest: digest, reason: d.Reason}, nil
+	}
+}

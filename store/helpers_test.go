@@ -1,0 +1,291 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/report"
+)
+
+// openTestBolt opens a store at path (in t.TempDir() when path is "") and,
+// when the test ends, checks the file with bbolt's tx.Check and the store's
+// own invariants, then closes it. A test that closed the store itself has
+// the file opened again for the check.
+func openTestBolt(t testing.TB, path string, opts ...Option) *Bolt {
+	t.Helper()
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "waisteer.db")
+	}
+	s, err := Open(path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		err := s.Check()
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			if s, err = Open(path); err != nil {
+				t.Errorf("reopen %s for its check: %v", path, err)
+				return
+			}
+			err = s.Check()
+		}
+		if err != nil {
+			t.Errorf("bbolt check of %s: %v", path, err)
+		}
+		if err := boltInvariants(s); err != nil {
+			t.Errorf("store invariants of %s: %v", path, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("close %s: %v", path, err)
+		}
+	})
+	return s
+}
+
+// boltInvariants checks what the buckets promise each other: every decision
+// is indexed by digest and its context and snapshot are held; each
+// snapshot's count is the number of decisions referencing it and its key is
+// SHA-256 of its body; every record is indexed once.
+func boltInvariants(s *Bolt) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		refs := map[uint64]uint64{}
+		decisions := 0
+		err := tx.Bucket(bucketDecisions).ForEach(func(k, v []byte) error {
+			decisions++
+			r, err := parseRow(v)
+			if err != nil {
+				return fmt.Errorf("decision %x: %w", k, err)
+			}
+			if t := tx.Bucket(bucketDecisionDigests).Get(k[8:]); string(t) != string(k[:8]) {
+				return fmt.Errorf("decision %x is indexed at %x", k[8:], t)
+			}
+			if _, err := s.decisionContextOf(tx, r.context); err != nil {
+				return err
+			}
+			refs[r.snapshot]++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n := tx.Bucket(bucketDecisionDigests).Stats().KeyN; n != decisions {
+			return fmt.Errorf("%d decisions, %d indexed", decisions, n)
+		}
+		bodies := tx.Bucket(bucketSnapshotBodies)
+		err = tx.Bucket(bucketSnapshots).ForEach(func(k, v []byte) error {
+			id, n := binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+			if refs[id] != n {
+				return fmt.Errorf("snapshot %x counts %d references, %d decisions make them", k, n, refs[id])
+			}
+			delete(refs, id)
+			bv := bodies.Get(v[:8])
+			if bv == nil || string(bv[:32]) != string(k) || sha256.Sum256(bv[32:]) != sig.Hash(k) {
+				return fmt.Errorf("snapshot %x's body does not hash to it", k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(refs) != 0 {
+			return fmt.Errorf("decisions reference %d snapshots not held", len(refs))
+		}
+		if a, b := tx.Bucket(bucketSnapshots).Stats().KeyN, bodies.Stats().KeyN; a != b {
+			return fmt.Errorf("%d snapshots, %d bodies", a, b)
+		}
+		records := tx.Bucket(bucketRecords)
+		indexed := 0
+		err = tx.Bucket(bucketRecordEnds).ForEach(func(k, v []byte) error {
+			indexed++
+			if records.Get(k[40:]) == nil {
+				return fmt.Errorf("record %x is indexed, not held", k[40:])
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n := records.Stats().KeyN; n != indexed {
+			return fmt.Errorf("%d records, %d indexed", n, indexed)
+		}
+		return nil
+	})
+}
+
+// memoryInvariants is boltInvariants for a Memory.
+func memoryInvariants(m *Memory) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	refs := map[sig.Hash]uint64{}
+	for _, d := range m.decisions {
+		refs[d.Evidence]++
+	}
+	for k, s := range m.snapshots {
+		if refs[k] != s.refs {
+			return fmt.Errorf("snapshot %s counts %d references, %d decisions make them", k, s.refs, refs[k])
+		}
+		if sha256.Sum256(s.body) != k {
+			return fmt.Errorf("snapshot %s's body does not hash to it", k)
+		}
+		delete(refs, k)
+	}
+	if len(refs) != 0 {
+		return fmt.Errorf("decisions reference %d snapshots not held", len(refs))
+	}
+	return nil
+}
+
+// snapshotCount is the number of snapshots s holds.
+func snapshotCount(t testing.TB, s Store) int {
+	t.Helper()
+	switch s := s.(type) {
+	case *Memory:
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return len(s.snapshots)
+	case *Bolt:
+		n := 0
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			n = tx.Bucket(bucketSnapshots).Stats().KeyN
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	t.Fatalf("a store of type %T", s)
+	return 0
+}
+
+// made is one signed decision as the server has it: its WSD1 bytes, its
+// store row and its evidence snapshot.
+type made struct {
+	bytes []byte
+	row   Decision
+	ev    Evidence
+}
+
+// pathwaysScenario builds a scenario of n pathways of the default shapes
+// (two hops each, one edge) with records for periods periods, and the
+// default window of 5 periods (§5.1).
+func pathwaysScenario(t testing.TB, n, periods int) *scenario.Scenario {
+	t.Helper()
+	var pws []scenario.Pathway
+	for i := range n {
+		pw := scenario.DefaultPathways()[i%3]
+		pw.ID = fmt.Sprintf("cdn-%02d", i)
+		pw.Hops[0].Joules += uint64(i) * 1000
+		pws = append(pws, pw)
+	}
+	sc, err := scenario.Build(scenario.Spec{Name: fmt.Sprintf("room-%d", n), Pathways: pws, Periods: periods, Policy: func(p *policy.Policy) {
+		if n > 1 {
+			p.Pathways[1].MinSharePPM = 100_000 // a band, so that §6.3 places some sessions
+		}
+		if n > 2 {
+			p.Pathways[2].Capacity = 3 // a capacity, so that the loads change the limits (§6.1)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// randomRequest is a request at t with a report, session and loads drawn
+// from rng: every present bit, both protocols (§4, §7.1).
+func randomRequest(rng *rand.Rand, n int, t uint64) scenario.Request {
+	req := scenario.Request{T: t, Protocol: report.Protocol(1 + rng.IntN(2))}
+	for i := range req.Session {
+		req.Session[i] = byte(rng.Uint32())
+	}
+	if rng.IntN(3) > 0 {
+		req.Report.Present |= report.HasPathway
+		req.Report.Pathway = uint8(rng.IntN(n))
+	}
+	if rng.IntN(3) > 0 {
+		req.Report.Present |= report.HasThroughput
+		req.Report.Throughput = []uint64{0, 400_000, 1_000_000, 5_000_000, 1<<64 - 1}[rng.IntN(5)]
+	}
+	if rng.IntN(3) > 0 {
+		req.Report.Present |= report.HasBuffer
+		req.Report.Buffer = []uint64{0, 3999, 4000, 30_000, 1 << 40}[rng.IntN(5)]
+	}
+	req.Loads = make([]uint32, n)
+	for i := range req.Loads {
+		req.Loads[i] = []uint32{0, 1, 3, 4, 200, 1<<32 - 1}[rng.IntN(6)]
+	}
+	return req
+}
+
+// makeDecisions makes count decisions of sc, signed, at instants from
+// first, step µs apart: with records for the periods before, each has a
+// full window (§5.1) while t stays within them.
+func makeDecisions(t testing.TB, sc *scenario.Scenario, seed uint64, count int, first, step uint64) []made {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	n := len(sc.Policy.Pathways)
+	out := make([]made, 0, count)
+	var last Evidence
+	for i := range count {
+		m, err := sc.Decide(randomRequest(rng, n, first+uint64(i)*step))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := make([]evidence.Pathway, n)
+		for j := range ev {
+			ev[j] = m.Decision.Pathways[j].Pathway
+		}
+		e := EncodeEvidence(ev)
+		if e.Key == last.Key {
+			e = last // share the body, as a server shares its ranking's
+		}
+		last = e
+		out = append(out, made{bytes: m.Bytes, row: Compact(m.Decision, m.Digest, e.Key), ev: e})
+	}
+	return out
+}
+
+// evidenceOf is the distinct snapshots of ms.
+func evidenceOf(ms []made) []Evidence {
+	seen := map[sig.Hash]bool{}
+	var ev []Evidence
+	for _, m := range ms {
+		if !seen[m.ev.Key] {
+			seen[m.ev.Key] = true
+			ev = append(ev, m.ev)
+		}
+	}
+	return ev
+}
+
+func rowsOf(ms []made) []Decision {
+	ds := make([]Decision, len(ms))
+	for i := range ms {
+		ds[i] = ms[i].row
+	}
+	return ds
+}
+
+// putAll stores ms in groups of size.
+func putAll(t testing.TB, s Store, ms []made, size int) {
+	t.Helper()
+	for i := 0; i < len(ms); i += size {
+		g := ms[i:min(i+size, len(ms))]
+		if err := s.PutDecisions(context.Background(), evidenceOf(g), rowsOf(g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
+)
+
+// MemLoads is the table of sessions and loads in process (§6: each
+// pathway's load is the number of sessions the server is steering to it
+// first). Each room has its own lock, held by Steer from reading the loads to
+// recording the decision's first pathway, so that the loads are exact under
+// concurrent requests: two requests never decide from one count.
+//
+// A session counts toward one pathway, the one its latest decision put
+// first, while now ≤ its expiry, and nowhere after. Expired sessions are
+// dropped in order of expiry before the loads are read (Steer, Snapshot,
+// Sweep), so a count never includes one. Instants are µs on the room clock
+// and are taken to be non-decreasing per room: a session dropped at one
+// instant is not counted again by a later call with an earlier one.
+type MemLoads struct {
+	mu    sync.Mutex                              // serialises adding a room
+	rooms atomic.Pointer[map[sig.Hash]*roomLoads] // copied on write: read without a lock
+}
+
+var _ Loads = (*MemLoads)(nil)
+
+// NewLoads returns an empty table.
+func NewLoads() *MemLoads {
+	l := &MemLoads{}
+	m := map[sig.Hash]*roomLoads{}
+	l.rooms.Store(&m)
+	return l
+}
+
+// roomLoads is one room's table. Sessions live in slots, reused through a
+// free list, and a min-heap of slots by expiry finds the next to expire; so
+// a Steer of a session already held allocates nothing.
+type roomLoads struct {
+	mu      sync.Mutex
+	n       int      // the count of pathways the table is for
+	counts  []uint32 // per pathway, the live sessions it is first for
+	scratch []uint32 // the loads given to decide, reused
+	slot    map[report.Session]int32
+	slots   []liveSession
+	free    []int32
+	heap    []int32 // slots, by expiry
+}
+
+type liveSession struct {
+	session report.Session
+	pathway int32
+	expires uint64
+	at      int32 // its place in heap
+}
+
+// room is the room's table, made on first use. Rooms are never removed
+// (Reset empties one), so a table found is never detached.
+func (l *MemLoads) room(id sig.Hash) *roomLoads {
+	if r, ok := (*l.rooms.Load())[id]; ok {
+		return r
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := *l.rooms.Load()
+	if r, ok := old[id]; ok {
+		return r
+	}
+	r := &roomLoads{slot: map[report.Session]int32{}}
+	m := maps.Clone(old)
+	m[id] = r
+	l.rooms.Store(&m)
+	return r
+}
+
+// Steer reads the room's loads at now and records decide's choice (Loads).
+func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
+	decide func(loads []uint32) (first int, expires uint64, err error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if n < 1 || n > 255 {
+		return fmt.Errorf("store: loads for %d pathways, not 1 to 255", n)
+	}
+	r := l.room(room)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fit(n)
+	r.expire(now)
+	copy(r.scratch, r.counts)
+	first, expires, err := decide(r.scratch)
+	if err != nil {
+		return err
+	}
+	if first < 0 || first >= n {
+		return fmt.Errorf("store: decide put pathway %d first, of %d", first, n)
+	}
+	r.set(session, int32(first), expires, now)
+	return nil
+}
+
+// Snapshot returns the room's loads at now, in a new slice.
+func (l *MemLoads) Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n < 1 || n > 255 {
+		return nil, fmt.Errorf("store: loads for %d pathways, not 1 to 255", n)
+	}
+	r := l.room(room)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fit(n)
+	r.expire(now)
+	return append([]uint32(nil), r.counts...), nil
+}
+
+// Reset forgets the room's sessions.
+func (l *MemLoads) Reset(ctx context.Context, room sig.Hash) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := l.room(room)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reset(r.n)
+	return nil
+}
+
+// Sweep drops, in every room, the sessions expired at now, and returns how
+// many it dropped: Steer and Snapshot do so for the room they touch, and a
+// periodic Sweep frees the memory of rooms no request touches.
+func (l *MemLoads) Sweep(now uint64) int {
+	dropped := 0
+	for _, r := range *l.rooms.Load() {
+		r.mu.Lock()
+		dropped += r.expire(now)
+		r.mu.Unlock()
+	}
+	return dropped
+}
+
+// Sessions is the number of sessions the room's table holds, live or not
+// yet dropped.
+func (l *MemLoads) Sessions(room sig.Hash) int {
+	r := l.room(room)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.slot)
+}
+
+// fit makes the table one for n pathways, forgetting its sessions when it
+// was for another count: their pathways' indices mean nothing in it.
+func (r *roomLoads) fit(n int) {
+	if r.n != n {
+		r.reset(n)
+	}
+}
+
+func (r *roomLoads) reset(n int) {
+	r.n = n
+	r.counts = make([]uint32, n)
+	r.scratch = make([]uint32, n)
+	clear(r.slot)
+	r.slots = r.slots[:0]
+	r.free = r.free[:0]
+	r.heap = r.heap[:0]
+}
+
+// expire drops the sessions whose expiry is before now, and returns how
+// many.
+func (r *roomLoads) expire(now uint64) int {
+	k := 0
+	for len(r.heap) > 0 && r.slots[r.heap[0]].expires < now {
+		r.drop(r.heap[0])
+		k++
+	}
+	return k
+}
+
+// drop removes the session in slot s, and its count.
+func (r *roomLoads) drop(s int32) {
+	ls := &r.slots[s]
+	r.counts[ls.pathway]--
+	delete(r.slot, ls.session)
+	r.heapRemove(ls.at)
+	r.free = append(r.free, s)
+}
+
+// set records that the session's latest decision put pathway first, until
+// expires: a session that changes pathway moves its count; one whose expiry
+// is already past counts nowhere.
+func (r *roomLoads) set(session report.Session, first int32, expires, now uint64) {
+	s, held := r.slot[session]
+	if expires < now {
+		if held {
+			r.drop(s)
+		}
+		return
+	}
+	if held {
+		ls := &r.slots[s]
+		if ls.pathway != first {
+			r.counts[ls.pathway]--
+			r.counts[first]++
+			ls.pathway = first
+		}
+		old := ls.expires
+		ls.expires = expires
+		if expires < old {
+			r.up(ls.at)
+		} else if expires > old {
+			r.down(ls.at)
+		}
+		return
+	}
+	if k := len(r.free); k > 0 {
+		s = r.free[k-1]
+		r.free = r.free[:k-1]
+	} else {
+		s = int32(len(r.slots))
+		r.slots = append(r.slots, liveSession{})
+	}
+	r.slots[s] = liveSession{session: session, pathway: first, expires: expires, at: int32(len(r.heap))}
+	r.slot[session] = s
+	r.counts[first]++
+	r.heap = append(r.heap, s)
+	r.up(int32(len(r.heap) - 1))
+}
+
+// The heap of slots by expiry, each slot knowing its place.
+
+func (r *roomLoads) less(i, j int32) bool {
+	return r.slots[r.heap[i]].expires < r.slots[r.heap[j]].expires
+}
+
+func (r *roomLoads) swap(i, j int32) {
+	r.heap[i], r.heap[j] = r.heap[j], r.heap[i]
+	r.slots[r.heap[i]].at = i
+	r.slots[r.heap[j]].at = j
+}
+
+func (r *roomLoads) up(i int32) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !r.less(i, p) {
+			return
+		}
+		r.swap(i, p)
+		i = p
+	}
+}
+
+func (r *roomLoads) down(i int32) {
+	n := int32(len(r.heap))
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && r.less(c+1, c) {
+			c++
+		}
+		if !r.less(c, i) {
+			return
+		}
+		r.swap(i, c)
+		i = c
+	}
+}
+
+func (r *roomLoads) heapRemove(i int32) {
+	last := int32(len(r.heap) - 1)
+	if i != last {
+		r.swap(i, last)
+	}
+	r.heap = r.heap[:last]
+	if i != last {
+		r.down(i)
+		r.up(i)
+	}
+}

@@ -1,0 +1,244 @@
+package store
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
+)
+
+func session(i int) report.Session {
+	var s report.Session
+	s[0], s[1], s[2] = byte(i), byte(i>>8), byte(i>>16)
+	return s
+}
+
+// steer steers the session to first until expires, and returns the loads
+// decide was given.
+func steer(t *testing.T, l *MemLoads, room sig.Hash, n int, s report.Session, now uint64, first int, expires uint64) []uint32 {
+	t.Helper()
+	var seen []uint32
+	err := l.Steer(bg, room, n, s, now, func(loads []uint32) (int, uint64, error) {
+		seen = slices.Clone(loads)
+		return first, expires, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seen
+}
+
+func snapshot(t *testing.T, l *MemLoads, room sig.Hash, n int, now uint64) []uint32 {
+	t.Helper()
+	got, err := l.Snapshot(bg, room, n, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func wantLoads(t *testing.T, what string, got []uint32, want ...uint32) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: loads %v, want %v", what, got, want)
+	}
+}
+
+// TestLoadsCountSessions_6: a pathway's load is the number of sessions the
+// server is steering to it first (§6); a session counts toward the pathway
+// its latest decision put first, and its own request sees itself counted
+// there (§6.1: c's load already counts the client).
+func TestLoadsCountSessions_6(t *testing.T) {
+	l := NewLoads()
+	room := hash("room")
+	wantLoads(t, "an empty room", snapshot(t, l, room, 3, 0), 0, 0, 0)
+	wantLoads(t, "first request", steer(t, l, room, 3, session(1), 10, 0, 100), 0, 0, 0)
+	wantLoads(t, "second session", steer(t, l, room, 3, session(2), 10, 0, 100), 1, 0, 0)
+	wantLoads(t, "first session again", steer(t, l, room, 3, session(1), 20, 2, 100), 2, 0, 0)
+	// The session moved from pathway 0 to 2: its count moved with it.
+	wantLoads(t, "after the move", snapshot(t, l, room, 3, 20), 1, 0, 1)
+	wantLoads(t, "another room", snapshot(t, l, hash("other"), 3, 20), 0, 0, 0)
+}
+
+// TestLoadsExpiry_6: a session counts until it has been silent for longer
+// than its expiry allows: while now ≤ expires, and nowhere after.
+func TestLoadsExpiry_6(t *testing.T) {
+	l := NewLoads()
+	room := hash("room")
+	steer(t, l, room, 2, session(1), 0, 1, 100)
+	steer(t, l, room, 2, session(2), 0, 1, 200)
+	steer(t, l, room, 2, session(3), 0, 0, 150)
+	wantLoads(t, "at 100", snapshot(t, l, room, 2, 100), 1, 2)
+	wantLoads(t, "at 101", snapshot(t, l, room, 2, 101), 1, 1)
+	if got := l.Sessions(room); got != 2 {
+		t.Errorf("%d sessions held after one expired", got)
+	}
+	// A later decision extends a session's expiry; an earlier expiry
+	// shortens it.
+	steer(t, l, room, 2, session(2), 120, 1, 300)
+	steer(t, l, room, 2, session(3), 120, 0, 125)
+	wantLoads(t, "at 151", snapshot(t, l, room, 2, 151), 0, 1)
+	wantLoads(t, "at 300", snapshot(t, l, room, 2, 300), 0, 1)
+	// An expired session's request sees it counted nowhere.
+	wantLoads(t, "a request after expiry", steer(t, l, room, 2, session(2), 301, 0, 400), 0, 0)
+	// An expiry already past counts nowhere.
+	steer(t, l, room, 2, session(4), 310, 1, 309)
+	wantLoads(t, "an expiry in the past", snapshot(t, l, room, 2, 310), 1, 0)
+	steer(t, l, room, 2, session(2), 320, 0, 319)
+	wantLoads(t, "a held session given a past expiry", snapshot(t, l, room, 2, 320), 0, 0)
+	if got := l.Sessions(room); got != 0 {
+		t.Errorf("%d sessions held, none live", got)
+	}
+}
+
+// TestLoadsSweep: Sweep drops expired sessions in every room.
+func TestLoadsSweep(t *testing.T) {
+	l := NewLoads()
+	for i := range 10 {
+		steer(t, l, hash("a"), 1, session(i), 0, 0, uint64(i*10))
+		steer(t, l, hash("b"), 1, session(i), 0, 0, uint64(i*10))
+	}
+	if got := l.Sweep(45); got != 10 {
+		t.Errorf("swept %d, want 10", got)
+	}
+	if l.Sessions(hash("a")) != 5 || l.Sessions(hash("b")) != 5 {
+		t.Errorf("%d and %d sessions held after the sweep", l.Sessions(hash("a")), l.Sessions(hash("b")))
+	}
+	wantLoads(t, "after the sweep", snapshot(t, l, hash("a"), 1, 45), 5)
+}
+
+// TestLoadsResetAndCount: Reset forgets a room's sessions (a new policy);
+// a table asked for another count of pathways starts again.
+func TestLoadsResetAndCount(t *testing.T) {
+	l := NewLoads()
+	room := hash("room")
+	steer(t, l, room, 3, session(1), 0, 2, 100)
+	steer(t, l, hash("other"), 3, session(1), 0, 2, 100)
+	if err := l.Reset(bg, room); err != nil {
+		t.Fatal(err)
+	}
+	wantLoads(t, "after Reset", snapshot(t, l, room, 3, 0), 0, 0, 0)
+	wantLoads(t, "the other room", snapshot(t, l, hash("other"), 3, 0), 0, 0, 1)
+	steer(t, l, room, 3, session(1), 0, 2, 100)
+	wantLoads(t, "four pathways", steer(t, l, room, 4, session(2), 0, 3, 100), 0, 0, 0, 0)
+	wantLoads(t, "after the change", snapshot(t, l, room, 4, 0), 0, 0, 0, 1)
+	for _, n := range []int{0, 256} {
+		if err := l.Steer(bg, room, n, session(1), 0, nil); err == nil {
+			t.Errorf("%d pathways accepted", n)
+		}
+	}
+}
+
+// TestLoadsDecideRefused: an error from decide, or a first pathway that is
+// not one, leaves the table as it was.
+func TestLoadsDecideRefused(t *testing.T) {
+	l := NewLoads()
+	room := hash("room")
+	steer(t, l, room, 2, session(1), 0, 1, 100)
+	boom := errors.New("boom")
+	if err := l.Steer(bg, room, 2, session(1), 0, func([]uint32) (int, uint64, error) { return 0, 100, boom }); err != boom {
+		t.Errorf("decide's error: %v", err)
+	}
+	for _, first := range []int{-1, 2} {
+		if err := l.Steer(bg, room, 2, session(2), 0, func([]uint32) (int, uint64, error) { return first, 100, nil }); err == nil {
+			t.Errorf("first %d accepted", first)
+		}
+	}
+	wantLoads(t, "after refusals", snapshot(t, l, room, 2, 0), 0, 1)
+}
+
+// model is the table recomputed from scratch: each session's latest
+// pathway and expiry.
+type model map[report.Session]struct {
+	pathway int
+	expires uint64
+}
+
+func (m model) loads(n int, now uint64) []uint32 {
+	out := make([]uint32, n)
+	for _, e := range m {
+		if now <= e.expires {
+			out[e.pathway]++
+		}
+	}
+	return out
+}
+
+// TestLoadsAgainstModel_6: random steering, expiries and sweeps give the
+// loads a recount gives, at every request.
+func TestLoadsAgainstModel_6(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	l := NewLoads()
+	room := hash("room")
+	const n = 5
+	m := model{}
+	now := uint64(0)
+	for i := range 20_000 {
+		now += uint64(rng.IntN(3))
+		s := session(rng.IntN(300))
+		switch rng.IntN(20) {
+		case 0:
+			l.Sweep(now)
+		case 1:
+			wantLoads(t, "snapshot", snapshot(t, l, room, n, now), m.loads(n, now)...)
+		}
+		first := rng.IntN(n)
+		expires := now + uint64(rng.IntN(200)) - 5
+		want := m.loads(n, now)
+		got := steer(t, l, room, n, s, now, first, expires)
+		if !slices.Equal(got, want) {
+			t.Fatalf("request %d at %d: loads %v, a recount gives %v", i, now, got, want)
+		}
+		m[s] = struct {
+			pathway int
+			expires uint64
+		}{first, expires}
+	}
+}
+
+// TestLoadsConcurrent_6: loads are exact under concurrent requests (issue
+// 5): many goroutines steer sessions of two rooms at once, and every
+// decide sees the loads a recount of the decisions recorded before it
+// gives. decide runs under the room's lock, so the recount's map needs no
+// lock of its own; the race detector would see it if it did.
+func TestLoadsConcurrent_6(t *testing.T) {
+	l := NewLoads()
+	rooms := []sig.Hash{hash("a"), hash("b")}
+	const n = 4
+	models := []model{{}, {}}
+	for phase := range 6 {
+		now := uint64(phase) * 100 // every request of a phase is at one instant
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(phase), uint64(g)))
+				for range 500 {
+					k := rng.IntN(2)
+					s := session(rng.IntN(200))
+					err := l.Steer(bg, rooms[k], n, s, now, func(loads []uint32) (int, uint64, error) {
+						if want := models[k].loads(n, now); !slices.Equal(loads, want) {
+							t.Errorf("room %d at %d: loads %v, a recount gives %v", k, now, loads, want)
+						}
+						first, expires := rng.IntN(n), now+uint64(rng.IntN(250))
+						models[k][s] = struct {
+							pathway int
+							expires uint64
+						}{first, expires}
+						return first, expires, nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for k, room := range rooms {
+			wantLoads(t, "after the phase", snapshot(t, l, room, n, now), models[k].loads(n, now)...)
+		}
+	}
+}
