@@ -131,16 +131,23 @@ func checkPolicy(rm *room.Room, b []byte) (*policy.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Room != rm.ID() {
-		return nil, reason.New(reason.WrongRoom, "the policy is for room %s, not %s", p.Room, rm.ID())
-	}
-	if err := p.VerifySignature(); err != nil {
-		return nil, err
-	}
-	if err := rm.MaySignPolicy(p.Signer); err != nil {
+	if err := PolicyOfRoom(rm, p); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// PolicyOfRoom is step 2 for a policy that reads: it is the room's
+// (wrong_room), its signature verifies, and its signer may sign it (§3.5).
+// A server runs it on every policy before steering by it.
+func PolicyOfRoom(rm *room.Room, p *policy.Policy) error {
+	if p.Room != rm.ID() {
+		return reason.New(reason.WrongRoom, "the policy is for room %s, not %s", p.Room, rm.ID())
+	}
+	if err := p.VerifySignature(); err != nil {
+		return err
+	}
+	return rm.MaySignPolicy(p.Signer)
 }
 
 // checkDecision is step 3 (§7, §3.5).

@@ -7,11 +7,11 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
-	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
+	"github.com/waisteer/waisteer/verify"
 )
 
 // A hub is one room the server steers: what the room and its operator gave
@@ -84,13 +84,7 @@ type ranked struct {
 // under the room's key log (§3.5, COMPANION §4.2), so that no record the
 // server accepts can put a figure in a decision its key may not sign.
 func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer sig.PublicKey) (*roomState, error) {
-	if p.Room != rm.ID() {
-		return nil, reason.New(reason.WrongRoom, "the policy is for room %s, not %s", p.Room, rm.ID())
-	}
-	if err := p.VerifySignature(); err != nil {
-		return nil, err
-	}
-	if err := rm.MaySignPolicy(p.Signer); err != nil {
+	if err := verify.PolicyOfRoom(rm, p); err != nil {
 		return nil, err
 	}
 	if err := rm.MaySignDecision(signer, hopClasses(rm, p)); err != nil {
