@@ -320,6 +320,14 @@ type Outcome struct {
 // Decide applies the rule (§6.1 to §6.5) to one request: the client's
 // report, its session and each pathway's load, in the policy's order.
 func (r *Ranking) Decide(rep report.Report, session report.Session, loads []uint32) (Outcome, error) {
+	return r.DecideDrawn(rep, Draw(r.digest, session), loads) // §6.3
+}
+
+// DecideDrawn is Decide with the client's draw already taken from its
+// session (Draw, §6.3), which does not depend on the loads: a server draws
+// before it takes the room's loads, so that it holds them only for the
+// steps that read them.
+func (r *Ranking) DecideDrawn(rep report.Report, draw uint32, loads []uint32) (Outcome, error) {
 	p := r.policy
 	n := len(r.order)
 	if len(loads) != n {
@@ -336,7 +344,7 @@ func (r *Ranking) Decide(rep report.Report, session report.Session, loads []uint
 		c = int(rep.Pathway)
 	}
 
-	o := Outcome{N: n, Draw: Draw(r.digest, session)} // §6.3
+	o := Outcome{N: n, Draw: draw} // §6.3
 	for i := range n {
 		o.Limits[i] = PathwayLimits(p, i, i == c, loads[i]) // §6.1
 	}
@@ -407,14 +415,36 @@ func (r *Ranking) Decide(rep report.Report, session report.Session, loads []uint
 // must not be modified. t must have the ranking's window.
 func (r *Ranking) Decision(signer sig.PublicKey, t uint64, protocol report.Protocol, rep report.Report, session report.Session, loads []uint32) (*Decision, error) {
 	if !r.Covers(t) {
-		a, b := evidence.PolicyWindow(r.policy, t)
-		return nil, fmt.Errorf("decision: t %d has the window [%d, %d), the ranking is for [%d, %d)", t, a, b, r.a, r.b)
+		return nil, r.notCovered(t)
 	}
 	o, err := r.Decide(rep, session, loads)
 	if err != nil {
 		return nil, err
 	}
-	d := &Decision{
+	d := new(Decision)
+	if err := r.Fill(d, &o, signer, t, protocol, rep, session, loads); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Fill makes d the decision (§7.1) of the outcome o that the rule gave
+// (Decide) for a request at the instant t with the report, session and
+// loads given, all but its signature, as Decision builds it. d's Pathways
+// and Priority are reused when they have the room: a server fills one
+// Decision per request it serves at a time. The pathways' evidence is
+// shared with the ranking, and must not be modified. t must have the
+// ranking's window.
+func (r *Ranking) Fill(d *Decision, o *Outcome, signer sig.PublicKey, t uint64, protocol report.Protocol, rep report.Report, session report.Session, loads []uint32) error {
+	if !r.Covers(t) {
+		return r.notCovered(t)
+	}
+	if o.N != len(r.order) || len(loads) != o.N {
+		return fmt.Errorf("decision: an outcome of %d pathways and %d loads for a policy of %d", o.N, len(loads), len(r.order))
+	}
+	pathways := slices.Grow(d.Pathways[:0], o.N)[:o.N]
+	priority := append(d.Priority[:0], o.Priority[:o.N]...)
+	*d = Decision{
 		Room:     r.policy.Room,
 		Signer:   signer,
 		Policy:   r.digest,
@@ -423,15 +453,20 @@ func (r *Ranking) Decision(signer sig.PublicKey, t uint64, protocol report.Proto
 		Draw:     o.Draw,
 		Protocol: protocol,
 		Report:   rep,
-		Pathways: make([]PathwayState, o.N),
+		Pathways: pathways,
 		TTL:      o.TTL,
 		Reason:   o.Reason,
-		Priority: slices.Clone(o.Priority[:o.N]),
+		Priority: priority,
 	}
 	for i := range d.Pathways {
 		d.Pathways[i] = PathwayState{Load: loads[i], Limits: o.Limits[i], Pathway: r.evidence[i]}
 	}
-	return d, nil
+	return nil
+}
+
+func (r *Ranking) notCovered(t uint64) error {
+	a, b := evidence.PolicyWindow(r.policy, t)
+	return fmt.Errorf("decision: t %d has the window [%d, %d), the ranking is for [%d, %d)", t, a, b, r.a, r.b)
 }
 
 // Recompute gives the rule's outcome for a decision as a verifier recomputes

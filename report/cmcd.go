@@ -51,6 +51,9 @@ func cmcdRequest(h http.Header) (string, bool) {
 // (§4.4): the value of each that reads, and has[i] when cmcdKeys[i] does. A
 // text that does not parse gives neither key.
 func readDictionary(text string) (v [2]uint64, has [2]bool) {
+	if v, has, ok := readSimpleDictionary(text); ok {
+		return v, has
+	}
 	d, ok := parseDictionary(text)
 	if !ok {
 		return v, has
@@ -63,6 +66,109 @@ func readDictionary(text string) (v [2]uint64, has [2]bool) {
 		}
 	}
 	return v, has
+}
+
+// readSimpleDictionary is readDictionary for the Dictionaries players send:
+// each member a key alone (a Boolean), or with an Integer, a String without
+// escapes or a Token, and no parameters, read as RFC 9651 §4.2 parses them
+// (leading SP, then members apart by a comma with OWS around it, then
+// trailing OWS). It allocates nothing. ok is false for any other text:
+// another item, parameters, an Inner List, or text that is no Dictionary,
+// which readDictionary parses in full (and FuzzSimpleDictionary holds the
+// two to one answer).
+func readSimpleDictionary[T string | []byte](s T) (v [2]uint64, has [2]bool, ok bool) {
+	i := 0
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if i == len(s) {
+		return v, has, true // no member
+	}
+	for {
+		// A key: lcalpha or "*", then lcalpha, DIGIT, "_", "-", "." or "*".
+		if !isLower(s[i]) && s[i] != '*' {
+			return v, has, false
+		}
+		start := i
+		for i++; i < len(s) && isKeyChar(s[i]); i++ {
+		}
+		which := -1
+		switch string(s[start:i]) {
+		case cmcdKeys[0]:
+			which = 0
+		case cmcdKeys[1]:
+			which = 1
+		}
+		// Each value replaces the key's before (§4.2.2); only a
+		// non-negative Integer gives the key a value (keyValue).
+		n, integer := uint64(0), false
+		if i < len(s) && s[i] == '=' {
+			i++
+			if i == len(s) {
+				return v, has, false
+			}
+			switch c := s[i]; {
+			case c == '-' || '0' <= c && c <= '9': // an Integer: at most 15 digits
+				negative := c == '-'
+				if negative {
+					i++
+				}
+				digits := i
+				for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+					n = n*10 + uint64(s[i]-'0')
+				}
+				if i == digits || i-digits > 15 || i < len(s) && s[i] == '.' { // none, too many, or a Decimal
+					return v, has, false
+				}
+				integer = !negative || n == 0
+			case c == '"': // a String, none of whose characters is escaped
+				for i++; i < len(s) && s[i] != '"'; i++ {
+					if s[i] == '\\' || s[i] < 0x20 || s[i] > 0x7e {
+						return v, has, false
+					}
+				}
+				if i == len(s) {
+					return v, has, false
+				}
+				i++
+			case isAlpha(c) || c == '*': // a Token
+				for i++; i < len(s) && isTokenChar(s[i]); i++ {
+				}
+			default:
+				return v, has, false
+			}
+		}
+		if which >= 0 {
+			v[which], has[which] = 0, false
+			if integer {
+				v[which], has[which] = n, true
+			}
+		}
+		if i < len(s) && s[i] == ';' { // parameters
+			return v, has, false
+		}
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i == len(s) {
+			return v, has, true
+		}
+		if s[i] != ',' {
+			return v, has, false
+		}
+		for i++; i < len(s) && (s[i] == ' ' || s[i] == '\t'); i++ {
+		}
+		if i == len(s) { // a trailing comma
+			return v, has, false
+		}
+	}
+}
+
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+
+// isKeyChar is a character of a key after its first (RFC 9651 §3.1.2).
+func isKeyChar(c byte) bool {
+	return isLower(c) || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == '*'
 }
 
 // parseDictionary parses text as an RFC 9651 Dictionary (§4.2.2 of that

@@ -191,3 +191,50 @@ func FuzzDictionary(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSimpleDictionary holds the CMCD reading's fast path to the full one
+// (§4.4): for every text readSimpleDictionary reads, readDictionary's full
+// parse (httpsfv, after the Byte Sequence rule) gives the same bl and mtp,
+// and the reference parser of sfref_test.go parses it too.
+func FuzzSimpleDictionary(f *testing.F) {
+	for _, cases := range sfCases(f) {
+		for _, tc := range cases {
+			if tc.HeaderType == "dictionary" {
+				f.Add(strings.Join(tc.Raw, ", "))
+			}
+		}
+	}
+	for _, s := range readSeeds {
+		f.Add(s.header)
+	}
+	for _, s := range []string{
+		"", " ", "bl=21300,mtp=48100", " bl=1 , mtp=-0\t", "bl=-5,mtp=999999999999999", "bl=1000000000000000",
+		"bl=2,bl=x", `bl=3,sid="6e2f",ot=v,su,mtp=7`, "bl=1.5", "bl=1;p=2", "bl=(1 2)", "bl=?1", "bl=:YQ==:",
+		"bl=1,", "bl=1,,mtp=2", "Bl=1", "*x=tok:en/a", `bl="a\"b"`, "bl=\t1", "\tbl=1", "bl=1 mtp=2", "bl=@1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		v, has, ok := readSimpleDictionary(text)
+		if !ok {
+			return
+		}
+		d, parsed := parseDictionary(text)
+		if !parsed {
+			t.Fatalf("%q: the fast path reads %v %v; the full parse refuses it", text, v, has)
+		}
+		if _, err := refDictionary(text); err != nil {
+			t.Fatalf("%q: the fast path reads it; the reference refuses it: %v", text, err)
+		}
+		var wv [2]uint64
+		var whas [2]bool
+		for i, k := range cmcdKeys {
+			if m, ok := d.Get(k); ok {
+				wv[i], whas[i] = keyValue(m)
+			}
+		}
+		if v != wv || has != whas {
+			t.Fatalf("%q: the fast path reads %v %v; the full parse %v %v", text, v, has, wv, whas)
+		}
+	})
+}

@@ -116,19 +116,28 @@ var comma = []byte{','}
 // readCMCD is §4.4: the CMCD part's value or, when the query has no such
 // part, the CMCD-Request header's; the parser runs only when there is one.
 func (q *Query) readCMCD(r *Report, h http.Header) {
-	var text string
+	var v [2]uint64
+	var has [2]bool
 	if q.has&hasCMCD != 0 {
-		text = q.cmcd
+		text := q.cmcd
 		if decodedLen(text) != len(text) {
-			text = string(appendDecoded(make([]byte, 0, decodedLen(text)), text))
+			// Decoded on the stack when it fits, for the fast path.
+			var buf [512]byte
+			b := appendDecoded(buf[:0], text)
+			var ok bool
+			if v, has, ok = readSimpleDictionary(b); !ok {
+				v, has = readDictionary(string(b))
+			}
+		} else {
+			v, has = readDictionary(text)
 		}
 	} else {
-		var ok bool
-		if text, ok = cmcdRequest(h); !ok {
+		text, ok := cmcdRequest(h)
+		if !ok {
 			return
 		}
+		v, has = readDictionary(text)
 	}
-	v, has := readDictionary(text)
 	if has[0] {
 		// B is bl (milliseconds).
 		r.Present |= HasBuffer

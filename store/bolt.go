@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,7 @@ type Option func(*options)
 type options struct {
 	pruneChunk  int
 	openTimeout time.Duration
+	index       digestIndex // its settings: flush, margin, fanIn, budget
 }
 
 // WithPruneChunk sets how many records, or decisions, Prune removes in each
@@ -116,6 +118,9 @@ type Bolt struct {
 	mu         sync.RWMutex
 	contexts   map[decisionContext]uint64
 	contextIDs map[uint64]decisionContext
+
+	// ix is the index of decisions by digest (index.go).
+	ix digestIndex
 }
 
 var _ Store = (*Bolt)(nil)
@@ -123,6 +128,7 @@ var _ Store = (*Bolt)(nil)
 // Open opens, or creates, the store in the bbolt file at path.
 func Open(path string, opts ...Option) (*Bolt, error) {
 	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout}
+	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
 	for _, f := range opts {
 		f(&o)
 	}
@@ -134,6 +140,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &Bolt{db: db, chunk: o.pruneChunk, contexts: map[decisionContext]uint64{}, contextIDs: map[uint64]decisionContext{}}
+	s.ix.flush, s.ix.margin, s.ix.fanIn, s.ix.budget = o.index.flush, o.index.margin, o.index.fanIn, o.index.budget
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -143,9 +150,14 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get(metaFormat); {
 		case v == nil:
-			return meta.Put(metaFormat, []byte{formatVersion})
+			if err := meta.Put(metaFormat, []byte{formatVersion}); err != nil {
+				return err
+			}
 		case len(v) != 1 || v[0] != formatVersion:
 			return fmt.Errorf("store: %s has format %x, not %d", path, v, formatVersion)
+		}
+		if err := openIndex(tx, &s.ix); err != nil {
+			return fmt.Errorf("store: %s: %w", path, err)
 		}
 		return tx.Bucket(bucketContextIDs).ForEach(func(k, v []byte) error {
 			c, ok := parseDecisionContext(v)
@@ -433,7 +445,9 @@ func decisionBucketsOf(tx *bolt.Tx) decisionBuckets {
 }
 
 // PutDecisions stores the decisions not yet held, and the snapshots they
-// reference, in one durable write.
+// reference, in one durable write. A decision is held when its row is: its
+// digest covers its t (§7.3), so a decision put again has the row's key.
+// The index of decisions by digest has its share of the write (index.go).
 func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -444,44 +458,85 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 		}
 	}
 	var fresh map[decisionContext]uint64 // contexts this update added
+	var ch indexChange
+	s.ix.mu.Lock()
+	defer s.ix.mu.Unlock()
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		fresh = nil
+		fresh, ch = nil, indexChange{}
 		b := decisionBucketsOf(tx)
-		// One arena for the rows: bbolt keeps the slices given to Put
-		// until the transaction ends, so none may be written again, and
-		// appending past an arena's capacity moves only what follows.
-		arena := make([]byte, 0, len(ds)*(96+4*len(firstLoads(ds))))
+		through := indexThrough(tx)
+		// One arena for the rows and keys: bbolt keeps the slices given to
+		// Put until the transaction ends, so none may be written again,
+		// and appending past an arena's capacity moves only what follows.
+		arena := make([]byte, 0, len(ds)*(96+4*len(firstLoads(ds))+8+sig.HashSize))
+		// First the decisions not held yet, and how many of them
+		// reference each snapshot: a group's share one or two, whose
+		// counts are then written once each.
+		keys := make([][]byte, len(ds)) // nil for one held, or given twice
+		given := make(map[sig.Hash]bool, len(ds))
+		var refs []snapshotRefs
+		held := b.decisions.Cursor()
 		for i := range ds {
 			d := &ds[i]
-			if b.digests.Get(d.Digest[:]) != nil {
+			if given[d.Digest] {
+				continue
+			}
+			given[d.Digest] = true
+			start := len(arena)
+			arena = binary.BigEndian.AppendUint64(arena, d.T)
+			arena = append(arena, d.Digest[:]...)
+			key := arena[start:len(arena):len(arena)]
+			if k, _ := held.Seek(key); bytes.Equal(k, key) {
+				arena = arena[:start]
 				continue // held already: a decision's bytes are its digest's
 			}
+			keys[i] = key
+			j := slices.IndexFunc(refs, func(r snapshotRefs) bool { return r.key == d.Evidence })
+			if j < 0 {
+				j = len(refs)
+				refs = append(refs, snapshotRefs{key: d.Evidence})
+			}
+			refs[j].n++
+		}
+		for j := range refs {
+			var err error
+			if refs[j].id, err = snapshotRef(&b, refs[j].key, ev, refs[j].n); err != nil {
+				return err
+			}
+		}
+		for i, key := range keys {
+			if key == nil {
+				continue
+			}
+			d := &ds[i]
 			cid, err := s.contextID(&b, decisionContext{d.Room, d.Policy, d.Signer}, &fresh)
 			if err != nil {
 				return err
 			}
-			sid, err := snapshotRef(&b, d.Evidence, ev)
-			if err != nil {
-				return err
-			}
+			sid := refs[slices.IndexFunc(refs, func(r snapshotRefs) bool { return r.key == d.Evidence })].id
 			start := len(arena)
 			arena = appendRow(arena, &row{
 				context: cid, session: d.Session, protocol: d.Protocol, report: d.Report,
 				loads: d.Loads, snapshot: sid, sig: d.Sig,
 			})
-			key := rowKey(d.T, d.Digest)
 			if err := b.decisions.Put(key, arena[start:len(arena):len(arena)]); err != nil {
 				return err
 			}
-			if err := b.digests.Put(key[8:], key[:8]); err != nil {
-				return err
+			if bytes.Compare(key, through) < 0 {
+				// Behind the watermark (index.go): indexed on its own.
+				if err := b.digests.Put(key[8:], key[:8]); err != nil {
+					return err
+				}
+				continue
 			}
+			ch.added++
 		}
-		return nil
+		return s.ix.maintain(tx, &ch, max(s.ix.budget, 16*len(ds)))
 	})
 	if err != nil {
 		return err
 	}
+	s.ix.apply(&ch)
 	if len(fresh) > 0 {
 		s.mu.Lock()
 		for c, id := range fresh {
@@ -553,16 +608,24 @@ func (s *Bolt) decisionContextOf(tx *bolt.Tx, id uint64) (decisionContext, error
 	return c, nil
 }
 
-// snapshotRef counts one more decision referencing the snapshot key, storing
+// snapshotRefs is how many decisions of a group reference a snapshot, and
+// its id.
+type snapshotRefs struct {
+	key sig.Hash
+	n   uint64
+	id  uint64
+}
+
+// snapshotRef counts n more decisions referencing the snapshot key, storing
 // it from ev when it is not held, and returns its id.
-func snapshotRef(b *decisionBuckets, key sig.Hash, ev []Evidence) (uint64, error) {
+func snapshotRef(b *decisionBuckets, key sig.Hash, ev []Evidence, n uint64) (uint64, error) {
 	if v := b.snapshots.Get(key[:]); v != nil {
 		if len(v) != 16 {
 			return 0, fmt.Errorf("store: snapshot %s's entry has %d bytes", key, len(v))
 		}
 		id := binary.BigEndian.Uint64(v)
 		refs := binary.BigEndian.Uint64(v[8:])
-		nv := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id), refs+1)
+		nv := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id), refs+n)
 		return id, b.snapshots.Put(clone(key[:]), nv)
 	}
 	var body []byte
@@ -589,7 +652,7 @@ func snapshotRef(b *decisionBuckets, key sig.Hash, ev []Evidence) (uint64, error
 	if err := b.bodies.Put(idb[:8:8], bv); err != nil {
 		return 0, err
 	}
-	return id, b.snapshots.Put(clone(key[:]), binary.BigEndian.AppendUint64(idb, 1))
+	return id, b.snapshots.Put(clone(key[:]), binary.BigEndian.AppendUint64(idb, n))
 }
 
 // Decision returns the stored decision with the digest.
@@ -599,16 +662,16 @@ func (s *Bolt) Decision(ctx context.Context, digest sig.Hash) (Decision, error) 
 	}
 	var d Decision
 	err := s.db.View(func(tx *bolt.Tx) error {
-		t := tx.Bucket(bucketDecisionDigests).Get(digest[:])
-		if t == nil {
+		t, found, err := lookup(tx, digest)
+		if err != nil {
+			return err
+		}
+		if !found {
 			return ErrNotFound
 		}
-		if len(t) != 8 {
-			return fmt.Errorf("store: decision %s's t has %d bytes", digest, len(t))
-		}
-		v := tx.Bucket(bucketDecisions).Get(rowKey(binary.BigEndian.Uint64(t), digest))
+		v := tx.Bucket(bucketDecisions).Get(rowKey(t, digest))
 		if v == nil {
-			return fmt.Errorf("store: decision %s is indexed but not held", digest)
+			return ErrNotFound // pruned: the index keeps some entries a while longer
 		}
 		r, err := parseRow(v)
 		if err != nil {
@@ -623,7 +686,7 @@ func (s *Bolt) Decision(ctx context.Context, digest sig.Hash) (Decision, error) 
 			return fmt.Errorf("store: decision %s's snapshot %d is not held", digest, r.snapshot)
 		}
 		d = Decision{
-			Digest: digest, Room: c.room, Policy: c.policy, T: binary.BigEndian.Uint64(t),
+			Digest: digest, Room: c.room, Policy: c.policy, T: t,
 			Session: r.session, Protocol: r.protocol, Report: r.report, Loads: r.loads,
 			Evidence: sig.Hash(body[:sig.HashSize]), Signer: c.signer, Sig: r.sig,
 		}
@@ -743,8 +806,13 @@ func (s *Bolt) pruneDecisions(ctx context.Context, before uint64, st *PruneStats
 		}
 		done := false
 		var removed, snapshots int
+		var ch indexChange
+		s.ix.mu.Lock()
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			removed, snapshots = 0, 0
+			removed, snapshots, ch = 0, 0, indexChange{}
+			if err := s.ix.collect(tx, &ch); err != nil {
+				return err
+			}
 			b := decisionBucketsOf(tx)
 			type victim struct {
 				key      []byte
@@ -783,8 +851,17 @@ func (s *Bolt) pruneDecisions(ctx context.Context, before uint64, st *PruneStats
 				}
 			}
 			removed = len(victims)
+			if done {
+				// The index's runs whose decisions are all gone go with
+				// the last of them (index.go).
+				return s.ix.pruneRuns(tx, &ch, before)
+			}
 			return nil
 		})
+		if err == nil {
+			s.ix.apply(&ch)
+		}
+		s.ix.mu.Unlock()
 		if err != nil {
 			return err
 		}

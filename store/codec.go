@@ -129,11 +129,19 @@ func checkEvidence(i int, p *evidence.Pathway) error {
 // of its pathways' evidence): what the rule cannot recompute. The loads are
 // copied; d is not retained.
 func Compact(d *decision.Decision, digest sig.Hash, evidenceKey sig.Hash) Decision {
-	loads := make([]uint32, len(d.Pathways))
+	var row Decision
+	CompactInto(&row, d, digest, evidenceKey)
+	return row
+}
+
+// CompactInto is Compact into row, whose Loads it reuses when it has the
+// room: a server compacts one decision per request it serves at a time.
+func CompactInto(row *Decision, d *decision.Decision, digest sig.Hash, evidenceKey sig.Hash) {
+	loads := slices.Grow(row.Loads[:0], len(d.Pathways))[:len(d.Pathways)]
 	for i := range d.Pathways {
 		loads[i] = d.Pathways[i].Load
 	}
-	return Decision{
+	*row = Decision{
 		Digest:   digest,
 		Room:     d.Room,
 		Policy:   d.Policy,

@@ -64,7 +64,9 @@
 // reference it, so that Prune removes it with the last of them. The file's
 // buckets:
 //
-//	meta              "format" → 1
+//	meta              "format" → 1; "index_through" → the watermark of the
+//	                  index by digest (index.go): rows keyed before it are in
+//	                  runs or in decision_digests
 //	rooms             room id → version u8 1, u8 1 when a key log head follows
 //	                  (else 0), u32 length and the descriptor, then the head
 //	policies          digest → the WSP1 bytes
@@ -72,7 +74,13 @@
 //	records           digest → the WMH1 bytes
 //	record_ends       room id ‖ end u64 BE ‖ digest → hop 32 ‖ start u64
 //	decisions         the rows above
-//	decision_digests  digest → t u64 BE
+//	decision_digests  digest → t u64 BE, for a decision that arrived behind
+//	                  the watermark (and every decision of a file written
+//	                  before the runs)
+//	decision_runs     run id u64 BE → a nested bucket, digest → t u64 BE,
+//	                  written in ascending order and packed full
+//	decision_run_list run id u64 BE → level u8 ‖ count u64 BE ‖ least t
+//	                  u64 BE ‖ greatest t u64 BE, the runs a lookup reads
 //	contexts          room ‖ policy ‖ signer → id u64 BE
 //	context_ids       id u64 BE → room ‖ policy ‖ signer
 //	snapshots         key → id u64 BE ‖ references u64 BE

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -56,7 +57,7 @@ func openTestBolt(t testing.TB, path string, opts ...Option) *Bolt {
 }
 
 // boltInvariants checks what the buckets promise each other: every decision
-// is indexed by digest and its context and snapshot are held; each
+// is found by its digest (index.go) and its context and snapshot are held; each
 // snapshot's count is the number of decisions referencing it and its key is
 // SHA-256 of its body; every record is indexed once.
 func boltInvariants(s *Bolt) error {
@@ -69,8 +70,8 @@ func boltInvariants(s *Bolt) error {
 			if err != nil {
 				return fmt.Errorf("decision %x: %w", k, err)
 			}
-			if t := tx.Bucket(bucketDecisionDigests).Get(k[8:]); string(t) != string(k[:8]) {
-				return fmt.Errorf("decision %x is indexed at %x", k[8:], t)
+			if t, found, err := lookup(tx, sig.Hash(k[8:])); err != nil || !found || t != binary.BigEndian.Uint64(k[:8]) {
+				return fmt.Errorf("decision %x is indexed at %d (found %t, %v)", k[8:], t, found, err)
 			}
 			if _, err := s.decisionContextOf(tx, r.context); err != nil {
 				return err
@@ -81,8 +82,8 @@ func boltInvariants(s *Bolt) error {
 		if err != nil {
 			return err
 		}
-		if n := tx.Bucket(bucketDecisionDigests).Stats().KeyN; n != decisions {
-			return fmt.Errorf("%d decisions, %d indexed", decisions, n)
+		if err := indexInvariants(tx, s); err != nil {
+			return err
 		}
 		bodies := tx.Bucket(bucketSnapshotBodies)
 		err = tx.Bucket(bucketSnapshots).ForEach(func(k, v []byte) error {
@@ -288,4 +289,57 @@ func putAll(t testing.TB, s Store, ms []made, size int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// indexInvariants checks the index of decisions by digest (index.go): the
+// runs the file lists are those the store has in memory, each held with as
+// many entries as listed, all in the run's span of t; and no run is held
+// that is neither listed, nor a merge's output, nor waiting to be deleted.
+func indexInvariants(tx *bolt.Tx, s *Bolt) error {
+	s.ix.mu.Lock()
+	defer s.ix.mu.Unlock()
+	runs := tx.Bucket(bucketDecisionRuns)
+	listed := map[uint64]bool{}
+	err := tx.Bucket(bucketDecisionRunList).ForEach(func(k, v []byte) error {
+		r, err := parseRunInfo(k, v)
+		if err != nil {
+			return err
+		}
+		listed[r.id] = true
+		if !slices.ContainsFunc(s.ix.runs, func(m runInfo) bool { return m == r }) {
+			return fmt.Errorf("run %+v is listed, the store does not have it", r)
+		}
+		sub := runs.Bucket(k)
+		if sub == nil {
+			return fmt.Errorf("run %d is listed, not held", r.id)
+		}
+		n := uint64(0)
+		err = sub.ForEach(func(k, v []byte) error {
+			n++
+			if t := binary.BigEndian.Uint64(v); len(k) != sig.HashSize || t < r.tmin || t > r.tmax {
+				return fmt.Errorf("run %d holds %x at %d, outside [%d, %d]", r.id, k, t, r.tmin, r.tmax)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n != r.count {
+			return fmt.Errorf("run %d holds %d entries, is listed with %d", r.id, n, r.count)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(listed) != len(s.ix.runs) {
+		return fmt.Errorf("%d runs listed, the store has %d", len(listed), len(s.ix.runs))
+	}
+	return runs.ForEach(func(k, _ []byte) error {
+		id := binary.BigEndian.Uint64(k)
+		if !listed[id] && !slices.Contains(s.ix.garbage, id) && !slices.ContainsFunc(s.ix.merges, func(m *runMerge) bool { return m.out == id }) {
+			return fmt.Errorf("run %d is held, neither listed nor a merge's output nor garbage", id)
+		}
+		return nil
+	})
 }

@@ -90,7 +90,8 @@ type Store interface {
 	// already held (by digest) is not stored again. Each decision's
 	// snapshot must be held or given in ev, whose keys must be SHA-256 of
 	// their bodies; otherwise nothing of the group is written. A snapshot
-	// given that no new decision references is not stored.
+	// given that no new decision references is not stored. Nothing of ev
+	// or ds is retained: a caller may reuse them once it returns.
 	PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) error
 	Decision(ctx context.Context, digest sig.Hash) (Decision, error)
 	EvidenceSnapshot(ctx context.Context, key sig.Hash) ([]byte, error)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -29,17 +29,19 @@ type commitJob struct {
 	done chan error // buffered: the committer never waits on a request
 }
 
-var jobs = sync.Pool{New: func() any { return &commitJob{done: make(chan error, 1)} }}
-
 // committer writes decisions to the store in groups: one durable write
 // (PutDecisions) for every decision that waits, so that durability costs
 // one write per group rather than one per request.
 //
-// A group is the decisions waiting when the last write ended, and those
-// that join it within the interval while requests are still being decided
-// (pending counts them): a group is written at once when no request is
-// between its decision and its commit, so that a lone request does not
-// wait for others that are not coming.
+// A write's cost is mostly its own (the file's pages, two syncs), not its
+// decisions', so under load, when the last group held more than one
+// decision, groups are at least the interval apart: a group is written no
+// sooner than the interval after the last write began, and carries every
+// decision that arrived since. Once that time has come, it is written at
+// once when no request is between its decision and its commit (pending
+// counts them), and otherwise when those have joined or the interval has
+// passed since the group's first decision arrived. So a lone client's
+// request is written at once.
 type committer struct {
 	st       store.Store
 	interval time.Duration
@@ -52,6 +54,9 @@ type committer struct {
 	pending atomic.Int64 // requests decided or deciding and not yet handed over
 	failing atomic.Bool  // the last group failed
 	done    chan struct{}
+
+	evs []store.Evidence // reused by write, which run alone calls
+	ds  []store.Decision
 }
 
 func newCommitter(st store.Store, interval time.Duration, m *metrics, log *slog.Logger) *committer {
@@ -98,6 +103,8 @@ func (c *committer) run() {
 	group := make([]*commitJob, 0, maxGroup)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var last time.Time // when the last write began
+	lastSize := 0
 	for {
 		j, ok := <-c.in
 		if !ok {
@@ -105,7 +112,11 @@ func (c *committer) run() {
 		}
 		group = append(group[:0], j)
 		open := true
-		timer.Reset(c.interval)
+		var spaced time.Time // no write before this
+		if lastSize > 1 {
+			spaced = last.Add(c.interval)
+		}
+		patience := time.Now().Add(c.interval) // nor any wait for pending requests after this
 	gather:
 		for len(group) < maxGroup {
 			select {
@@ -118,23 +129,30 @@ func (c *committer) run() {
 				continue
 			default:
 			}
-			// Nothing is queued: wait only while some request is on its
-			// way here.
-			if c.pending.Load() == 0 {
-				break
+			// Nothing is queued.
+			now := time.Now()
+			wait := spaced.Sub(now)
+			if wait <= 0 {
+				if c.pending.Load() == 0 {
+					break
+				}
+				if wait = patience.Sub(now); wait <= 0 {
+					break
+				}
 			}
+			timer.Reset(wait)
 			select {
 			case j, ok := <-c.in:
+				timer.Stop()
 				if !ok {
 					open = false
 					break gather
 				}
 				group = append(group, j)
 			case <-timer.C:
-				break gather
 			}
 		}
-		timer.Stop()
+		last, lastSize = time.Now(), len(group)
 		c.write(group)
 		clear(group)
 		if !open {
@@ -147,16 +165,19 @@ func (c *committer) run() {
 // reference (the store skips those it holds) and the decisions, in one
 // durable write, and answers each request.
 func (c *committer) write(group []*commitJob) {
-	evs := make([]store.Evidence, 0, 2)
-	seen := make(map[sig.Hash]bool, 2)
-	ds := make([]store.Decision, len(group))
-	for i, j := range group {
-		ds[i] = j.d
-		if !seen[j.ev.Key] {
-			seen[j.ev.Key] = true
+	// A group's decisions share one or two snapshots: a search finds them.
+	evs, ds := c.evs[:0], c.ds[:0]
+	for _, j := range group {
+		ds = append(ds, j.d)
+		if !slices.ContainsFunc(evs, func(e store.Evidence) bool { return e.Key == j.ev.Key }) {
 			evs = append(evs, j.ev)
 		}
 	}
+	defer func() {
+		clear(evs)
+		clear(ds) // nothing of the requests' is kept past their answers
+		c.evs, c.ds = evs[:0], ds[:0]
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	start := time.Now()
 	err := c.st.PutDecisions(ctx, evs, ds)
@@ -170,5 +191,99 @@ func (c *committer) write(group []*commitJob) {
 	c.failing.Store(err != nil)
 	for _, j := range group {
 		j.done <- err
+	}
+}
+
+// maxRecordGroup is the most records one group write of records holds: a
+// few POSTs of the largest size.
+const maxRecordGroup = 64 << 10
+
+// recordJob is one POST's records waiting to be durable.
+type recordJob struct {
+	rs    []store.Record
+	added []bool
+	err   error
+	done  chan struct{}
+}
+
+// recordCommitter writes the records of the hops' POSTs in groups: the
+// POSTs that arrive while a write runs are written together by the next,
+// one durable write (PutRecords) for all of them. A POST alone is written
+// at once. A record given twice in a group is stored once, the later
+// answered as a duplicate, as if the POSTs had been written one by one.
+type recordCommitter struct {
+	st     store.Store
+	in     chan *recordJob
+	mu     sync.RWMutex // as committer's
+	closed bool
+	done   chan struct{}
+}
+
+func newRecordCommitter(st store.Store) *recordCommitter {
+	return &recordCommitter{st: st, in: make(chan *recordJob, 64), done: make(chan struct{})}
+}
+
+// put hands rs to the committer and waits until they are durable, and
+// reports for each whether it was new (Store.PutRecords).
+func (c *recordCommitter) put(ctx context.Context, rs []store.Record) ([]bool, error) {
+	j := &recordJob{rs: rs, done: make(chan struct{})}
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return nil, errClosed
+	}
+	c.in <- j
+	c.mu.RUnlock()
+	select {
+	case <-j.done:
+		return j.added, j.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *recordCommitter) close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.in)
+	}
+	c.mu.Unlock()
+}
+
+// run writes groups until close.
+func (c *recordCommitter) run() {
+	defer close(c.done)
+	var group []*recordJob
+	var all []store.Record
+	for j := range c.in {
+		group, all = append(group[:0], j), append(all[:0], j.rs...)
+	gather:
+		for len(all) < maxRecordGroup {
+			select {
+			case j, ok := <-c.in:
+				if !ok {
+					break gather
+				}
+				group, all = append(group, j), append(all, j.rs...)
+			default:
+				break gather
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		added, err := c.st.PutRecords(ctx, all)
+		cancel()
+		if err == nil && len(added) != len(all) {
+			err = errors.New("the store answered for another count of records")
+		}
+		for _, j := range group {
+			j.err = err
+			if err == nil {
+				j.added, added = added[:len(j.rs):len(j.rs)], added[len(j.rs):]
+			}
+			close(j.done)
+		}
+		clear(group)
+		clear(all)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
 	"github.com/waisteer/waisteer/verify"
 )
@@ -67,6 +69,25 @@ type roomState struct {
 	// firsts counts the decisions made under this policy by reason (§6.4,
 	// 1 to 6) and first pathway.
 	firsts [decision.None + 1][]atomic.Uint64
+
+	// lengths are the Content-Length values of the policy's manifests:
+	// PATHWAY-PRIORITY names each pathway once (§6.5, §8.1), so a
+	// manifest's length depends only on its TTL, ttl_s or min_ttl_s.
+	lengths [2]struct {
+		n int
+		v []string
+	}
+}
+
+// contentLength is the Content-Length value of a manifest of n bytes, nil
+// for a length the policy's manifests do not have.
+func (st *roomState) contentLength(n int) []string {
+	for _, l := range st.lengths {
+		if l.n == n {
+			return l.v
+		}
+	}
+	return nil
 }
 
 // ranked is a ranking with what each decision made from it shares: the
@@ -105,6 +126,14 @@ func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer s
 	}
 	for r := range st.firsts {
 		st.firsts[r] = make([]atomic.Uint64, len(st.ids))
+	}
+	priority := make([]uint8, len(st.ids))
+	for i := range priority {
+		priority[i] = uint8(i)
+	}
+	for i, ttl := range []uint32{p.TTLs, p.MinTTLs} {
+		n := len(st.writer.Append(nil, ttl, report.Session{}, priority, sig.Hash{}))
+		st.lengths[i].n, st.lengths[i].v = n, []string{strconv.Itoa(n)}
 	}
 	return st, nil
 }

@@ -91,10 +91,9 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 		refused++
 	}
 	if len(toStore) > 0 {
-		added, err := s.st.PutRecords(r.Context(), toStore)
-		if err == nil && len(added) != len(toStore) {
-			err = errors.New("the store answered for another count of records")
-		}
+		// With the records of the POSTs that arrive meanwhile, in one
+		// durable write (recordCommitter).
+		added, err := s.records.put(r.Context(), toStore)
 		if err != nil {
 			// Nothing is answered as accepted that is not durable: the
 			// hop sends the body again, and what was stored is then a

@@ -26,13 +26,22 @@ var errStale = errors.New("server: the room's policy changed during the request"
 // buffers are reused for the decision's signed bytes and the manifest.
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
+// Header values every steering answer shares, set in the header map as
+// they are: net/http copies a header's values when it writes them, and
+// never changes a slice it was given.
+var (
+	headerNoStore   = []string{"no-store"}
+	headerAnyOrigin = []string{"*"}
+	headerManifest  = []string{ManifestType}
+)
+
 // steerHeaders are the headers of every answer on a steering route: the
 // manifest is the client's own and never cached (§6: each request is
 // decided), and a player in a browser on another origin may read it.
 func steerHeaders(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Access-Control-Allow-Origin", "*")
+	h["Cache-Control"] = headerNoStore
+	h["Access-Control-Allow-Origin"] = headerAnyOrigin
 }
 
 // preflight answers a CORS preflight: a player in a browser sends CMCD in
@@ -85,32 +94,38 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 		}
 	}
 
+	x := steerings.Get().(*steering)
 	s.commits.pending.Add(1)
-	out, aerr := s.decide(r, h, &q, session)
-	if aerr != nil {
+	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
 		s.commits.pending.Add(-1)
+		x.release()
 		s.unavailable(w, h, aerr)
 		return
 	}
 	// The manifest goes out only once its decision is durable: it names
 	// the decision's URI (§8.4), where an auditor must find it.
-	if err := s.commits.commit(r.Context(), out.job); err != nil {
+	if err := s.commits.commit(r.Context(), &x.job); err != nil {
+		// The committer may still hold the job: x is not reused.
 		s.unavailable(w, h, fail(codeStore, "the decision could not be stored: %v", err))
 		return
 	}
-	*out.job = commitJob{done: out.job.done}
-	jobs.Put(out.job)
 
-	out.st.firsts[out.reason][out.priority[0]].Add(1)
+	d := &x.d
+	x.st.firsts[d.Reason][d.Priority[0]].Add(1)
 	mb := buffers.Get().(*[]byte)
-	m := out.st.writer.Append((*mb)[:0], out.ttl, session, out.priority, out.digest)
+	m := x.st.writer.Append((*mb)[:0], d.TTL, session, d.Priority, x.digest)
 	hd := w.Header()
-	hd.Set("Content-Type", ManifestType)
-	hd.Set("Content-Length", strconv.Itoa(len(m)))
+	hd["Content-Type"] = headerManifest
+	if v := x.st.contentLength(len(m)); v != nil {
+		hd["Content-Length"] = v
+	} else {
+		hd.Set("Content-Length", strconv.Itoa(len(m)))
+	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(m)
 	*mb = m[:0]
 	buffers.Put(mb)
+	x.release()
 }
 
 // unavailable answers a steering request that cannot be decided or
@@ -123,55 +138,96 @@ func (s *Server) unavailable(w http.ResponseWriter, h *hub, e *apiError) {
 	writeError(w, e)
 }
 
-// decided is a signed decision on its way to the store and the manifest.
-type decided struct {
-	st       *roomState
-	job      *commitJob
-	ttl      uint32
-	priority []uint8
-	digest   sig.Hash
-	reason   decision.Reason
+// steering is one steering request's work: what its decision is made
+// from, the decision, and the job that commits it. It is reused, so that a
+// request allocates little beyond what net/http does.
+type steering struct {
+	s    *Server
+	h    *hub
+	st   *roomState
+	rk   *ranked
+	rep  report.Report
+	draw uint32
+	t    uint64
+
+	out     decision.Outcome
+	loads   []uint32 // as the rule read them
+	ruleErr error
+	rule    func(loads []uint32) (int, uint64, error) // x.decideLoads, bound once
+
+	d      decision.Decision
+	digest sig.Hash
+	job    commitJob
 }
 
-// decide makes and signs the decision for one request: the report read
-// under the room's state (§4), the loads taken and the session counted
-// atomically with the rule (§6, Loads.Steer), the decision signed (§7.3)
-// and compacted for the store. A failure of the table of loads is
-// store_unavailable; any other is internal.
-func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session) (*decided, *apiError) {
+var steerings = sync.Pool{New: func() any {
+	x := &steering{job: commitJob{done: make(chan error, 1)}}
+	x.rule = x.decideLoads
+	return x
+}}
+
+// release returns x to the pool, keeping its buffers and no reference to
+// a room.
+func (x *steering) release() {
+	x.s, x.h, x.st, x.rk, x.ruleErr = nil, nil, nil, nil, nil
+	x.job.ev = store.Evidence{}
+	steerings.Put(x)
+}
+
+// decideLoads is the part of the rule that reads the loads (§6.1 to §6.5),
+// run by the table of loads with the room's loads held (Loads.Steer): the
+// draw was taken before.
+func (x *steering) decideLoads(loads []uint32) (int, uint64, error) {
+	if x.h.state.Load() != x.st {
+		x.ruleErr = errStale
+		return 0, 0, errStale
+	}
+	o, err := x.rk.r.DecideDrawn(x.rep, x.draw, loads)
+	if err != nil {
+		x.ruleErr = err
+		return 0, 0, err
+	}
+	x.out = o
+	x.loads = append(x.loads[:0], loads...)
+	// §6, §9.2: the session counts toward its first pathway until its
+	// manifest's TTL and the grace have passed.
+	expires, carry := bits.Add64(x.t, uint64(o.TTL)*1_000_000+x.s.grace, 0)
+	if carry != 0 {
+		x.ruleErr = errors.New("the session's expiry is past the room clock's range")
+		return 0, 0, x.ruleErr
+	}
+	return int(o.First), expires, nil
+}
+
+// decide makes and signs the decision for one request into x: the report
+// read under the room's state (§4), the draw taken (§6.3), the loads taken
+// and the session counted atomically with the rest of the rule (§6,
+// Loads.Steer), the decision built and signed (§7.3) and compacted for the
+// store. A failure of the table of loads is store_unavailable; any other
+// is internal.
+func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session, x *steering) *apiError {
+	x.s, x.h = s, h
 	for attempt := 0; ; attempt++ {
 		st := h.state.Load()
 		protocol, rep := q.Report(r.Header, st.ids)
 		rk, t, err := h.rank(st, s.clock())
 		if err != nil {
-			return nil, fail(codeInternal, "ranking the pathways: %v", err)
+			return fail(codeInternal, "ranking the pathways: %v", err)
 		}
-		var d *decision.Decision
-		var ruleErr error
-		err = s.loads.Steer(r.Context(), h.id, len(st.ids), session, t, func(loads []uint32) (int, uint64, error) {
-			if h.state.Load() != st {
-				ruleErr = errStale
-				return 0, 0, errStale
-			}
-			if d, ruleErr = rk.r.Decision(h.signer, t, protocol, rep, session, loads); ruleErr != nil {
-				return 0, 0, ruleErr
-			}
-			// §6, §9.2: the session counts toward its first pathway
-			// until its manifest's TTL and the grace have passed.
-			expires, carry := bits.Add64(t, uint64(d.TTL)*1_000_000+s.grace, 0)
-			if carry != 0 {
-				ruleErr = errors.New("the session's expiry is past the room clock's range")
-				return 0, 0, ruleErr
-			}
-			return int(d.Priority[0]), expires, nil
-		})
+		x.st, x.rk, x.rep, x.t, x.ruleErr = st, rk, rep, t, nil
+		x.draw = decision.Draw(st.digest, session) // §6.3
+		err = s.loads.Steer(r.Context(), h.id, len(st.ids), session, t, x.rule)
 		switch {
-		case ruleErr == errStale && attempt < 3:
+		case x.ruleErr == errStale && attempt < 3:
 			continue
-		case ruleErr != nil:
-			return nil, fail(codeInternal, "deciding: %v", ruleErr)
+		case x.ruleErr != nil:
+			return fail(codeInternal, "deciding: %v", x.ruleErr)
 		case err != nil:
-			return nil, fail(codeStore, "the table of loads: %v", err)
+			return fail(codeStore, "the table of loads: %v", err)
+		}
+		d := &x.d
+		if err := rk.r.Fill(d, &x.out, h.signer, t, protocol, rep, session, x.loads); err != nil {
+			return fail(codeInternal, "deciding: %v", err)
 		}
 
 		// §7.3: sign in a reused buffer. Only the signature and the
@@ -181,12 +237,11 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		if n := len(decision.SignedPrefix) + d.Size(); cap(*buf) < n {
 			*buf = make([]byte, 0, n)
 		}
-		_, digest := decision.AppendSigned((*buf)[:0], d, h.key)
+		_, x.digest = decision.AppendSigned((*buf)[:0], d, h.key)
 		buffers.Put(buf)
 
-		job := jobs.Get().(*commitJob)
-		job.ev = rk.snapshot
-		job.d = store.Compact(d, digest, rk.snapshot.Key)
-		return &decided{st: st, job: job, ttl: d.TTL, priority: d.Priority, digest: digest, reason: d.Reason}, nil
+		x.job.ev = rk.snapshot
+		store.CompactInto(&x.job.d, d, x.digest, rk.snapshot.Key)
+		return nil
 	}
 }

@@ -1,0 +1,552 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/waisteer/waisteer/internal/sig"
+)
+
+// The index of decisions by digest (an auditor has only the digest, §8.4).
+//
+// A decision's row is keyed by t and digest, so rows are appended in t
+// order and a group commit writes them to one or two pages. An index keyed
+// by digest alone is in random order: kept as one B+tree, every decision
+// would rewrite and sync a page of its own (4 KiB for some 40 bytes), the
+// greatest cost of a decision after its signature. So the index is kept as
+// sorted runs, as a log-structured merge tree keeps it:
+//
+//   - the tail: the rows at or after the watermark "index_through" are
+//     found by scanning them, and are at most a few thousand;
+//   - runs: when the tail has grown by a flush's worth, its rows before a
+//     cut (a margin behind the latest t, so that a decision still on its
+//     way to the committer does not arrive behind the watermark) are
+//     written, sorted by digest, as a new run, a nested bucket written
+//     sequentially and packed full; the watermark moves to the cut;
+//   - merges: when a level holds fanIn runs, they are merged into one run
+//     of the next level, a bounded number of entries in each group commit,
+//     so that each entry is written again once per level;
+//   - a row that arrives behind the watermark (a clock stepped back) is
+//     indexed in decision_digests, digest → t, which files written before
+//     the runs existed also hold.
+//
+// A lookup reads decision_digests, the runs newest first, then the tail. An
+// index entry whose row Prune removed is not a decision: the lookup reads
+// the row. All of it is written in the transactions of PutDecisions and
+// Prune, so that what a reader sees is one committed state; what is in
+// memory (merges under way, runs to delete) is rebuilt from the file when
+// it is opened: a run no list names is a merge's unfinished output, and is
+// deleted.
+
+// Buckets and keys of the index.
+var (
+	bucketDecisionRuns    = []byte("decision_runs")     // run id u64 BE → nested bucket: digest → t u64 BE
+	bucketDecisionRunList = []byte("decision_run_list") // run id u64 BE → level u8 ‖ count u64 BE ‖ tmin u64 BE ‖ tmax u64 BE
+	metaIndexThrough      = []byte("index_through")     // rows with a key before this are indexed
+)
+
+// Defaults of the index: a run is written per 1024 decisions, a decision
+// must reach the store within 250 ms of its t not to arrive behind the
+// watermark, 8 runs of a level are merged, and a group commit writes at
+// least 512 entries of merges under way (a larger group, 16 per decision:
+// more than the levels each decision is written at).
+const (
+	defaultIndexFlush  = 1024
+	defaultIndexMargin = 250_000 // µs
+	defaultIndexFanIn  = 8
+	defaultIndexBudget = 512
+)
+
+// Sizes of a run's entries in the run list and in the run.
+const (
+	runInfoSize    = 1 + 8 + 8 + 8
+	indexEntrySize = sig.HashSize + 8
+)
+
+// runInfo is a registered run.
+type runInfo struct {
+	id         uint64
+	level      uint8
+	count      uint64
+	tmin, tmax uint64
+}
+
+func (r runInfo) key() []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), r.id) }
+
+func (r runInfo) value() []byte {
+	v := make([]byte, 0, runInfoSize)
+	v = append(v, r.level)
+	v = binary.BigEndian.AppendUint64(v, r.count)
+	v = binary.BigEndian.AppendUint64(v, r.tmin)
+	return binary.BigEndian.AppendUint64(v, r.tmax)
+}
+
+func parseRunInfo(k, v []byte) (runInfo, error) {
+	if len(k) != 8 || len(v) != runInfoSize {
+		return runInfo{}, fmt.Errorf("store: a run of the index named by %d bytes with %d", len(k), len(v))
+	}
+	return runInfo{
+		id: binary.BigEndian.Uint64(k), level: v[0], count: binary.BigEndian.Uint64(v[1:]),
+		tmin: binary.BigEndian.Uint64(v[9:]), tmax: binary.BigEndian.Uint64(v[17:]),
+	}, nil
+}
+
+// digestIndex is what the store keeps in memory of the index, guarded by
+// mu, which is held across each write transaction that changes the index
+// and the update of this state after it commits.
+type digestIndex struct {
+	mu         sync.Mutex
+	flush      int    // rows in the tail that make a run
+	margin     uint64 // µs behind the latest t that a flush leaves in the tail
+	fanIn      int
+	budget     int             // the least entries of merges a group commit writes
+	sinceFlush int             // rows added to the tail since the last run was cut, about
+	runs       []runInfo       // registered, in ascending id
+	merges     []*runMerge     // under way, at most one per level
+	garbage    []uint64        // runs no longer registered, deleted one per commit
+	pruned     uint64          // decisions before this t are gone: merges drop them
+	busy       map[uint64]bool // runs that are inputs of a merge
+}
+
+// runMerge is a merge under way: its inputs, its output, and the last
+// digest written to the output.
+type runMerge struct {
+	level      uint8
+	inputs     []uint64
+	out        uint64
+	last       []byte
+	count      uint64
+	tmin, tmax uint64
+}
+
+// indexChange is what one write transaction did to the index, applied to
+// the memory once the transaction commits.
+type indexChange struct {
+	added     int // rows put in the tail
+	flushed   int // rows written as a run
+	runs      []runInfo
+	dropped   []uint64 // runs unregistered
+	merges    []*runMerge
+	garbage   []uint64
+	collected int // garbage runs deleted
+	pruned    uint64
+	merged    bool // merges holds the merges under way
+}
+
+func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), id) }
+
+// openIndex reads the index's state from the file in the transaction that
+// opens it: the registered runs, the watermark (set to after the last row
+// for a file written before the runs existed, whose rows decision_digests
+// indexes), and the unregistered runs, which are deleted.
+func openIndex(tx *bolt.Tx, ix *digestIndex) error {
+	for _, name := range [][]byte{bucketDecisionRuns, bucketDecisionRunList} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(metaIndexThrough) == nil {
+		through := []byte{}
+		if k, _ := tx.Bucket(bucketDecisions).Cursor().Last(); k != nil {
+			through = append(clone(k), 0) // after the last row
+		}
+		if err := meta.Put(metaIndexThrough, through); err != nil {
+			return err
+		}
+	}
+	ix.runs = ix.runs[:0]
+	registered := map[uint64]bool{}
+	err := tx.Bucket(bucketDecisionRunList).ForEach(func(k, v []byte) error {
+		r, err := parseRunInfo(k, v)
+		if err != nil {
+			return err
+		}
+		ix.runs = append(ix.runs, r)
+		registered[r.id] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	runs := tx.Bucket(bucketDecisionRuns)
+	var orphans [][]byte
+	err = runs.ForEach(func(k, v []byte) error {
+		if v != nil || len(k) != 8 {
+			return fmt.Errorf("store: decision_runs holds a key of %d bytes that is not a run", len(k))
+		}
+		if !registered[binary.BigEndian.Uint64(k)] {
+			orphans = append(orphans, clone(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range orphans {
+		if err := runs.DeleteBucket(k); err != nil {
+			return err
+		}
+	}
+	for _, r := range ix.runs {
+		if runs.Bucket(r.key()) == nil {
+			return fmt.Errorf("store: run %d of the index is listed but not held", r.id)
+		}
+	}
+	// The tail's size, so that the next run is cut on time.
+	ix.sinceFlush = 0
+	c := tx.Bucket(bucketDecisions).Cursor()
+	for k, _ := c.Seek(meta.Get(metaIndexThrough)); k != nil; k, _ = c.Next() {
+		ix.sinceFlush++
+	}
+	ix.merges, ix.garbage, ix.busy = nil, nil, map[uint64]bool{}
+	return nil
+}
+
+// indexThrough is the watermark as the transaction sees it.
+func indexThrough(tx *bolt.Tx) []byte { return tx.Bucket(bucketMeta).Get(metaIndexThrough) }
+
+// lookup finds the t of the decision with the digest: in decision_digests,
+// in the runs (newest first), then in the tail.
+func lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) {
+	if v := tx.Bucket(bucketDecisionDigests).Get(digest[:]); v != nil {
+		if len(v) != 8 {
+			return 0, false, fmt.Errorf("store: decision %s's t has %d bytes", digest, len(v))
+		}
+		return binary.BigEndian.Uint64(v), true, nil
+	}
+	runs := tx.Bucket(bucketDecisionRuns)
+	c := tx.Bucket(bucketDecisionRunList).Cursor()
+	for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+		sub := runs.Bucket(k)
+		if sub == nil {
+			return 0, false, fmt.Errorf("store: run %x of the index is listed but not held", k)
+		}
+		if v := sub.Get(digest[:]); v != nil {
+			if len(v) != 8 {
+				return 0, false, fmt.Errorf("store: decision %s's t has %d bytes in run %x", digest, len(v), k)
+			}
+			return binary.BigEndian.Uint64(v), true, nil
+		}
+	}
+	dc := tx.Bucket(bucketDecisions).Cursor()
+	for k, _ := dc.Seek(indexThrough(tx)); k != nil; k, _ = dc.Next() {
+		if len(k) == 8+sig.HashSize && bytes.Equal(k[8:], digest[:]) {
+			return binary.BigEndian.Uint64(k), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// maintain is the index's share of a group commit, in its transaction,
+// once its rows are put: a run cut from the tail when it has grown by a
+// flush's worth, merges started and advanced by at most budget entries,
+// and one garbage run deleted. ch collects what changed.
+func (ix *digestIndex) maintain(tx *bolt.Tx, ch *indexChange, budget int) error {
+	if ix.sinceFlush+ch.added >= ix.flush {
+		if err := ix.cut(tx, ch); err != nil {
+			return err
+		}
+	}
+	if err := ix.merge(tx, ch, budget); err != nil {
+		return err
+	}
+	return ix.collect(tx, ch)
+}
+
+// collect deletes one run no longer registered: a large run takes a while
+// to free, and one per transaction keeps each short.
+func (ix *digestIndex) collect(tx *bolt.Tx, ch *indexChange) error {
+	if len(ix.garbage) == 0 || ch.collected > 0 {
+		return nil
+	}
+	if err := tx.Bucket(bucketDecisionRuns).DeleteBucket(idKey(ix.garbage[0])); err != nil {
+		return err
+	}
+	ch.collected = 1
+	return nil
+}
+
+// cut writes the tail's rows before the cut as a run of level 0 and moves
+// the watermark to the cut.
+func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
+	decisions := tx.Bucket(bucketDecisions)
+	last, _ := decisions.Cursor().Last()
+	if last == nil {
+		return nil
+	}
+	latest := binary.BigEndian.Uint64(last)
+	if latest <= ix.margin {
+		return nil
+	}
+	cut := binary.BigEndian.AppendUint64(make([]byte, 0, 8), latest-ix.margin)
+	through := indexThrough(tx)
+	if bytes.Compare(cut, through) <= 0 {
+		return nil
+	}
+	var entries [][indexEntrySize]byte
+	c := decisions.Cursor()
+	for k, _ := c.Seek(through); k != nil && bytes.Compare(k, cut) < 0; k, _ = c.Next() {
+		if len(k) != 8+sig.HashSize {
+			return fmt.Errorf("store: a decision key of %d bytes", len(k))
+		}
+		var e [indexEntrySize]byte
+		copy(e[:], k[8:])
+		copy(e[sig.HashSize:], k[:8])
+		entries = append(entries, e)
+	}
+	if err := tx.Bucket(bucketMeta).Put(metaIndexThrough, cut); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:sig.HashSize], b[:sig.HashSize]) })
+	r, err := newRun(tx, 0)
+	if err != nil {
+		return err
+	}
+	sub := tx.Bucket(bucketDecisionRuns).Bucket(r.key())
+	sub.FillPercent = 1 // written in ascending order, never inserted into
+	r.tmin, r.tmax = ^uint64(0), 0
+	for i := range entries {
+		e := &entries[i]
+		if err := sub.Put(e[:sig.HashSize], e[sig.HashSize:]); err != nil {
+			return err
+		}
+		t := binary.BigEndian.Uint64(e[sig.HashSize:])
+		r.tmin, r.tmax = min(r.tmin, t), max(r.tmax, t)
+	}
+	r.count = uint64(len(entries))
+	if err := tx.Bucket(bucketDecisionRunList).Put(r.key(), r.value()); err != nil {
+		return err
+	}
+	ch.flushed = len(entries)
+	ch.runs = append(ch.runs, r)
+	return nil
+}
+
+// newRun makes an empty run's bucket, not yet registered.
+func newRun(tx *bolt.Tx, level uint8) (runInfo, error) {
+	runs := tx.Bucket(bucketDecisionRuns)
+	id, err := runs.NextSequence()
+	if err != nil {
+		return runInfo{}, err
+	}
+	r := runInfo{id: id, level: level}
+	_, err = runs.CreateBucket(r.key())
+	return r, err
+}
+
+// merge starts a merge for each level with fanIn runs that no merge takes
+// and no merge under way, then advances the merges, the lowest level first,
+// by at most budget entries in all.
+func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
+	merges := make([]*runMerge, len(ix.merges))
+	taken := map[uint64]bool{}
+	merging := map[uint8]bool{}
+	for i, m := range ix.merges {
+		merges[i] = m.copy()
+		merging[m.level] = true
+		for _, id := range m.inputs {
+			taken[id] = true
+		}
+	}
+	free := map[uint8][]uint64{}
+	for _, r := range append(slices.Clone(ix.runs), ch.runs...) {
+		if !taken[r.id] && !slices.Contains(ch.dropped, r.id) {
+			free[r.level] = append(free[r.level], r.id)
+		}
+	}
+	for level, ids := range free {
+		if merging[level] || len(ids) < ix.fanIn || level == 255 {
+			continue
+		}
+		slices.Sort(ids) // the oldest first
+		out, err := newRun(tx, level+1)
+		if err != nil {
+			return err
+		}
+		merges = append(merges, &runMerge{level: level, inputs: ids[:ix.fanIn], out: out.id, tmin: ^uint64(0)})
+	}
+	slices.SortFunc(merges, func(a, b *runMerge) int { return int(a.level) - int(b.level) })
+	open := []*runMerge{}
+	list := tx.Bucket(bucketDecisionRunList)
+	for _, m := range merges {
+		if budget <= 0 {
+			open = append(open, m)
+			continue
+		}
+		done, n, err := m.step(tx, budget, ix.pruned)
+		if err != nil {
+			return err
+		}
+		budget -= n
+		if !done {
+			open = append(open, m)
+			continue
+		}
+		// The output replaces the inputs, in this one transaction.
+		for _, id := range m.inputs {
+			if err := list.Delete(idKey(id)); err != nil {
+				return err
+			}
+			ch.dropped = append(ch.dropped, id)
+			ch.garbage = append(ch.garbage, id)
+		}
+		if m.count == 0 {
+			ch.garbage = append(ch.garbage, m.out)
+			continue
+		}
+		r := runInfo{id: m.out, level: m.level + 1, count: m.count, tmin: m.tmin, tmax: m.tmax}
+		if err := list.Put(r.key(), r.value()); err != nil {
+			return err
+		}
+		ch.runs = append(ch.runs, r)
+	}
+	ch.merges, ch.merged = open, true
+	return nil
+}
+
+func (m *runMerge) copy() *runMerge {
+	c := *m
+	return &c
+}
+
+// step writes at most budget entries of the merge to its output, in
+// ascending order of digest, leaving out those of decisions pruned, and
+// reports whether the inputs are exhausted and how many entries it read.
+func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64) (bool, int, error) {
+	runs := tx.Bucket(bucketDecisionRuns)
+	out := runs.Bucket(idKey(m.out))
+	if out == nil {
+		return false, 0, fmt.Errorf("store: the output %d of a merge of the index is not held", m.out)
+	}
+	out.FillPercent = 1
+	type head struct {
+		c    *bolt.Cursor
+		k, v []byte
+	}
+	heads := make([]head, 0, len(m.inputs))
+	for _, id := range m.inputs {
+		in := runs.Bucket(idKey(id))
+		if in == nil {
+			return false, 0, fmt.Errorf("store: the input %d of a merge of the index is not held", id)
+		}
+		c := in.Cursor()
+		var k, v []byte
+		if m.last == nil {
+			k, v = c.First()
+		} else if k, v = c.Seek(m.last); k != nil && bytes.Equal(k, m.last) {
+			k, v = c.Next()
+		}
+		if k != nil {
+			heads = append(heads, head{c, k, v})
+		}
+	}
+	arena := make([]byte, 0, min(budget, 4096)*indexEntrySize)
+	m.last = slices.Clone(m.last) // the merge's state before this step keeps its own
+	n := 0
+	for n < budget {
+		least := -1
+		for i := range heads {
+			if heads[i].k != nil && (least < 0 || bytes.Compare(heads[i].k, heads[least].k) < 0) {
+				least = i
+			}
+		}
+		if least < 0 {
+			return true, n, nil
+		}
+		h := &heads[least]
+		if len(h.k) != sig.HashSize || len(h.v) != 8 {
+			return false, n, fmt.Errorf("store: an entry of %d and %d bytes in a run of the index", len(h.k), len(h.v))
+		}
+		n++
+		m.last = append(m.last[:0], h.k...)
+		if t := binary.BigEndian.Uint64(h.v); t >= pruned {
+			if cap(arena)-len(arena) < indexEntrySize {
+				arena = make([]byte, 0, 4096*indexEntrySize)
+			}
+			s := len(arena)
+			arena = append(append(arena, h.k...), h.v...)
+			if err := out.Put(arena[s:s+sig.HashSize], arena[s+sig.HashSize:len(arena)]); err != nil {
+				return false, n, err
+			}
+			m.count++
+			m.tmin, m.tmax = min(m.tmin, t), max(m.tmax, t)
+		}
+		// Equal digests in two inputs are one decision: both advance.
+		k := m.last
+		for i := range heads {
+			if heads[i].k != nil && bytes.Equal(heads[i].k, k) {
+				heads[i].k, heads[i].v = heads[i].c.Next()
+			}
+		}
+	}
+	for i := range heads {
+		if heads[i].k != nil {
+			return false, n, nil
+		}
+	}
+	return true, n, nil
+}
+
+// pruneRuns unregisters the runs whose decisions are all before the
+// instant and are no merge's inputs, and has them deleted.
+func (ix *digestIndex) pruneRuns(tx *bolt.Tx, ch *indexChange, before uint64) error {
+	list := tx.Bucket(bucketDecisionRunList)
+	if before <= ix.pruned {
+		ch.pruned = before
+		return nil
+	}
+	for _, r := range ix.runs {
+		if r.tmax < before && !ix.busy[r.id] {
+			if err := list.Delete(r.key()); err != nil {
+				return err
+			}
+			ch.dropped = append(ch.dropped, r.id)
+			ch.garbage = append(ch.garbage, r.id)
+		}
+	}
+	ch.pruned = before
+	return nil
+}
+
+// apply updates the memory after a transaction that changed the index
+// committed.
+func (ix *digestIndex) apply(ch *indexChange) {
+	ix.sinceFlush = max(ix.sinceFlush+ch.added-ch.flushed, 0)
+	if ch.flushed > 0 {
+		ix.sinceFlush = 0
+	}
+	// A run cut in the transaction may have been merged in it too.
+	ix.runs = append(ix.runs, ch.runs...)
+	ix.runs = slices.DeleteFunc(ix.runs, func(r runInfo) bool { return slices.Contains(ch.dropped, r.id) })
+	slices.SortFunc(ix.runs, func(a, b runInfo) int { return cmpU64(a.id, b.id) })
+	ix.garbage = append(ix.garbage[ch.collected:], ch.garbage...)
+	if ch.merged {
+		ix.merges = ch.merges
+	}
+	clear(ix.busy)
+	for _, m := range ix.merges {
+		for _, id := range m.inputs {
+			ix.busy[id] = true
+		}
+	}
+	ix.pruned = max(ix.pruned, ch.pruned)
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
