@@ -20,16 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +40,6 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/scenario"
-	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -98,7 +95,7 @@ func runBench(e *env, args []string) error {
 	fs.IntVar(&o.clients, "clients", 256, "concurrent clients, each one keep-alive connection: enough that the group commit, not the clients, bounds the rate")
 	fs.IntVar(&o.players, "players", 10000, "players (sessions), shared among the clients")
 	pathways := fs.String("pathways", "3,32", "the rooms' counts of pathways, comma-separated")
-	fs.StringVar(&o.profile, "profile", "", "write the server's CPU, allocation and mutex profiles of each saturation phase into this `directory` (profiling costs the figures a little)")
+	fs.StringVar(&o.profile, "profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run of a few seconds: short phases, few clients, 3 pathways")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -227,22 +224,17 @@ func (b *bencher) run(ctx context.Context) (*benchReport, error) {
 
 	for _, n := range b.o.pathways {
 		b.logf("steering, %d pathways", n)
-		run, err := b.real(ctx, n)
+		run, signing, err := b.real(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("%d pathways: %w", n, err)
 		}
 		rep.runs = append(rep.runs, run)
-		b.logf("(c) a plain server signing %d bytes per request", len(run.msg))
-		c, err := b.plain(ctx, run.manifest, run.msg)
-		if err != nil {
-			return nil, fmt.Errorf("the signing floor: %w", err)
-		}
-		rep.signing = append(rep.signing, c)
+		rep.signing = append(rep.signing, signing)
 		rep.bare = append(rep.bare, benchBare(run.msg, b.o.bare))
 	}
 	b.logf("(b) a plain server")
 	var err error
-	if rep.plain, err = b.plain(ctx, rep.runs[0].manifest, nil); err != nil {
+	if rep.plain, err = b.plain(ctx, rep.runs[0].manifest); err != nil {
 		return nil, fmt.Errorf("the plain server: %w", err)
 	}
 	b.logf("evidence update and memory per session")
@@ -529,52 +521,99 @@ func measure(ctx context.Context, c *benchChild, l *benchLoad, d time.Duration, 
 	return ph, c1 - c0, g1 - g0, ok0 && ok1
 }
 
-// serve runs the saturated and the paced phase against a started child.
-func (b *bencher) serve(ctx context.Context, c *benchChild, l *benchLoad, profile string) (benchServed, []string, error) {
-	var s benchServed
-	var profiled []string
-	if b.o.warmup > 0 {
-		l.run(ctx, b.o.warmup, 0)
-	}
-	var wg sync.WaitGroup
-	if profile != "" && c.pprof != "" {
-		// The CPU profile covers the saturated phase.
-		wg.Go(func() {
-			name := filepath.Join(b.o.profile, "cpu-"+profile+".pprof")
-			secs := max(1, int(b.o.duration/time.Second))
-			if err := benchFetch(c.pprof, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), name); err == nil {
-				profiled = append(profiled, name)
-			} else {
-				b.logf("profile: %v", err)
-			}
-		})
-	}
-	ph, cpu, gen, ok := measure(ctx, c, l, b.o.duration, 0)
-	wg.Wait()
-	if profile != "" && c.pprof != "" {
-		for _, kind := range []string{"allocs", "mutex"} {
-			name := filepath.Join(b.o.profile, kind+"-"+profile+".pprof")
-			if err := benchFetch(c.pprof, "/debug/pprof/"+kind, name); err == nil {
-				profiled = append(profiled, name)
+// benchServer is one server under the load generator, and what its
+// saturated rounds measured so far.
+type benchServer struct {
+	c        *benchChild
+	l        *benchLoad
+	answered uint64
+	elapsed  time.Duration
+	cpu, gen time.Duration
+	cpuOK    bool
+	failed   uint64
+	firstErr error
+}
+
+func newBenchServer(c *benchChild, l *benchLoad) *benchServer {
+	return &benchServer{c: c, l: l, cpuOK: true}
+}
+
+// benchRound is the longest round of saturate.
+const benchRound = 2 * time.Second
+
+// saturate drives each server at saturation (closed loop) for d in all, in
+// turns of at most benchRound: whatever else the machine runs, which comes
+// and goes, then weighs on each server alike.
+func (b *bencher) saturate(ctx context.Context, d time.Duration, servers ...*benchServer) {
+	rounds := max(1, int((d+benchRound-1)/benchRound))
+	for range rounds {
+		for _, s := range servers {
+			ph, cpu, gen, ok := measure(ctx, s.c, s.l, d/time.Duration(rounds), 0)
+			s.answered += ph.answered
+			s.elapsed += ph.elapsed
+			s.cpu += cpu
+			s.gen += gen
+			s.cpuOK = s.cpuOK && ok
+			s.failed += ph.failed
+			if s.firstErr == nil {
+				s.firstErr = ph.firstErr
 			}
 		}
 	}
-	s.rate, s.failed, s.firstErr = ph.rate(), ph.failed, ph.firstErr
-	if ph.answered == 0 {
-		return s, profiled, fmt.Errorf("no answer at saturation: %v", ph.firstErr)
+}
+
+// pace completes what saturate measured with a phase paced at half the
+// saturated rate, for the latency.
+func (b *bencher) pace(ctx context.Context, s *benchServer) (benchServed, error) {
+	out := benchServed{failed: s.failed, firstErr: s.firstErr}
+	if s.answered == 0 {
+		return out, fmt.Errorf("no answer at saturation: %v", s.firstErr)
 	}
-	if ok {
-		s.cpu = cpu / time.Duration(ph.answered)
+	out.rate = float64(s.answered) / s.elapsed.Seconds()
+	if s.cpuOK {
+		out.cpu = s.cpu / time.Duration(s.answered)
 	}
-	s.gen = gen / time.Duration(ph.answered)
-	half, _, _, _ := measure(ctx, c, l, b.o.duration, s.rate/2)
-	s.half = half.rate()
-	s.p50, s.p99, s.p999 = quantile(half.latencies, 0.50), quantile(half.latencies, 0.99), quantile(half.latencies, 0.999)
-	s.failed += half.failed
-	if s.firstErr == nil {
-		s.firstErr = half.firstErr
+	out.gen = s.gen / time.Duration(s.answered)
+	half, _, _, _ := measure(ctx, s.c, s.l, b.o.duration, out.rate/2)
+	out.half = half.rate()
+	out.p50, out.p99, out.p999 = quantile(half.latencies, 0.50), quantile(half.latencies, 0.99), quantile(half.latencies, 0.999)
+	out.failed += half.failed
+	if out.firstErr == nil {
+		out.firstErr = half.firstErr
 	}
-	return s, profiled, ctx.Err()
+	return out, ctx.Err()
+}
+
+// profile fetches the child's CPU profile of the next d into the profile
+// directory, in the background; wait waits for it and fetches its
+// allocation and mutex profiles.
+func (b *bencher) profile(c *benchChild, name string, d time.Duration, heaps bool) (wait func() []string) {
+	if b.o.profile == "" || c.pprof == "" {
+		return func() []string { return nil }
+	}
+	var profiled []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		file := filepath.Join(b.o.profile, "cpu-"+name+".pprof")
+		secs := max(1, int((d+time.Second/2)/time.Second))
+		if err := benchFetch(c.pprof, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), file); err != nil {
+			b.logf("profile: %v", err)
+			return
+		}
+		profiled = append(profiled, file)
+	})
+	return func() []string {
+		wg.Wait()
+		if heaps {
+			for _, kind := range []string{"allocs", "mutex"} {
+				file := filepath.Join(b.o.profile, kind+"-"+name+".pprof")
+				if err := benchFetch(c.pprof, "/debug/pprof/"+kind, file); err == nil {
+					profiled = append(profiled, file)
+				}
+			}
+		}
+		return profiled
+	}
 }
 
 // benchFetch writes what a GET of path on addr answers into the file name.
@@ -621,15 +660,15 @@ func benchPost(c *benchConn, path string, body []byte) (int, []byte, error) {
 // room from a fresh bbolt store, gets a full window of records, is driven
 // to saturation and then at half that rate, takes records in batches, and
 // is stopped; then its file is read for the bytes each decision takes.
-func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, error) {
+func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, *benchServed, error) {
 	r, err := newBenchRoom(n, b.o.players)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dir := filepath.Join(b.tmp, fmt.Sprintf("room-%d", n))
 	cfg, err := r.writeFiles(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	args := []string{"bench", "serve", "-c", cfg}
 	if b.o.profile != "" {
@@ -637,7 +676,7 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, error) {
 	}
 	c, err := b.start(ctx, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if c != nil {
@@ -653,7 +692,7 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, error) {
 	defer post.close()
 	end := uint64(time.Now().UnixMicro()) / p.PeriodUs * p.PeriodUs
 	if status, body, err := benchPost(post, r.recordsPath(), r.periods(end-p.WindowUs-p.PeriodUs, end)); err != nil || status != http.StatusOK {
-		return nil, fmt.Errorf("the window's records: %d %s %v", status, body, err)
+		return nil, nil, fmt.Errorf("the window's records: %d %s %v", status, body, err)
 	}
 	hopCtx, hopsDone := context.WithCancel(ctx)
 	hops := make(chan struct{})
@@ -679,23 +718,13 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, error) {
 	fileBefore := benchFileSize(filepath.Join(dir, "data", boltFile))
 	l := newBenchLoad(c.addr, r.path, r.ids, r.initial, b.o.clients, b.o.players)
 	defer l.close()
-	g0, _ := benchGroups(c.addr)
-	profile := ""
-	if b.o.profile != "" {
-		profile = fmt.Sprintf("steer-%d", n)
-	}
-	run.served, run.profiled, err = b.serve(ctx, c, l, profile)
-	if err != nil {
-		return nil, err
-	}
-	b.logf("%s decisions/s, %s of CPU each; at half rate p50 %s, p99 %s", benchRate(run.served.rate), benchDur(run.served.cpu), benchDur(run.served.p50), benchDur(run.served.p99))
-	if g1, ok := benchGroups(c.addr); ok {
-		run.groupSize = (g1[0] - g0[0]) / max(g1[1]-g0[1], 1)
+	if b.o.warmup > 0 {
+		l.run(ctx, b.o.warmup, 0)
 	}
 
 	// A manifest and its decision, for the baselines.
 	if run.manifest, err = benchGet(c.addr, r.path+"?_HLS_pathway=%22p00%22&_HLS_throughput=5000000"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l.answered.Add(1)
 	// §8.1: the decision's URI is decision_uri followed by its digest.
@@ -707,18 +736,57 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, error) {
 		uri = uri[:max(bytes.IndexByte(uri, '"'), 0)]
 	}
 	if len(uri) < 2*sig.HashSize {
-		return nil, fmt.Errorf("a manifest without its decision: %s", run.manifest)
+		return nil, nil, fmt.Errorf("a manifest without its decision: %s", run.manifest)
 	}
 	digest := string(uri[len(uri)-2*sig.HashSize:])
 	raw, err := benchGet(c.addr, "/v1/decisions/"+digest)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := decision.Parse(raw); err != nil || len(raw) < sig.SignatureSize {
-		return nil, fmt.Errorf("the decision %s does not read: %v", digest, err)
+		return nil, nil, fmt.Errorf("the decision %s does not read: %v", digest, err)
 	}
 	run.decisionBytes, run.manifestBytes = len(raw), len(run.manifest)
 	run.msg = append([]byte(decision.SignedPrefix), raw[:len(raw)-sig.SignatureSize]...)
+
+	// (c), the signing floor: the plain server signing a message of the
+	// decision's bytes per request, measured in turns with the server.
+	b.logf("(c) a plain server signing %d bytes per request, in turns with it", len(run.msg))
+	fc, fl, err := b.startPlain(ctx, run.manifest, run.msg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the signing floor: %w", err)
+	}
+	defer func() {
+		fl.close()
+		if fc != nil {
+			fc.kill()
+		}
+	}()
+	if b.o.warmup > 0 {
+		fl.run(ctx, b.o.warmup, 0)
+	}
+	server, floor := newBenchServer(c, l), newBenchServer(fc, fl)
+	g0, _ := benchGroups(c.addr)
+	wait := b.profile(c, fmt.Sprintf("steer-%d", n), 2*b.o.duration, true)
+	b.saturate(ctx, b.o.duration, server, floor)
+	run.profiled = wait()
+	if g1, ok := benchGroups(c.addr); ok {
+		run.groupSize = (g1[0] - g0[0]) / max(g1[1]-g0[1], 1)
+	}
+	if run.served, err = b.pace(ctx, server); err != nil {
+		return nil, nil, err
+	}
+	b.logf("%s decisions/s, %s of CPU each; at half rate p50 %s, p99 %s", benchRate(run.served.rate), benchDur(run.served.cpu), benchDur(run.served.p50), benchDur(run.served.p99))
+	signing, err := b.pace(ctx, floor)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the signing floor: %w", err)
+	}
+	fl.close()
+	err = fc.stop()
+	fc = nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("the signing floor: %w", err)
+	}
 	fileSteered := benchFileSize(filepath.Join(dir, "data", boltFile))
 
 	// Records: old periods, so that the evidence the decisions state
@@ -737,13 +805,9 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, error) {
 			}
 		}
 		first += uint64(pool/len(r.hops)+1) * p.PeriodUs
-		profile := ""
-		if b.o.profile != "" {
-			profile = fmt.Sprintf("ingest-%d-%d", n, batch)
-		}
-		in, profiled := b.ingestPhase(ctx, c, r.recordsPath(), batch, bodies, profile)
-		run.ingest = append(run.ingest, in)
-		run.profiled = append(run.profiled, profiled...)
+		wait := b.profile(c, fmt.Sprintf("ingest-%d-%d", n, batch), b.o.ingest, false)
+		run.ingest = append(run.ingest, b.ingestPhase(ctx, c, r.recordsPath(), batch, bodies))
+		run.profiled = append(run.profiled, wait()...)
 	}
 	run.peakRSS = c.peakRSS()
 
@@ -753,37 +817,25 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, error) {
 	post.close()
 	if err := c.stop(); err != nil {
 		c = nil
-		return nil, err
+		return nil, nil, err
 	}
 	c = nil
 	run.answered = l.answered.Load()
 	run.stored, run.bytesInUse, err = benchStored(filepath.Join(dir, "data", boltFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if run.stored > 0 {
 		run.bytesInUse /= float64(run.stored)
 		run.fileBytes = float64(fileSteered-fileBefore) / float64(run.stored)
 	}
-	return run, nil
+	return run, &signing, nil
 }
 
 // ingestPhase posts the bodies from a few hops at once until they are all
 // posted or the phase's time is up.
-func (b *bencher) ingestPhase(ctx context.Context, c *benchChild, path string, batch int, bodies [][]byte, profile string) (benchIngest, []string) {
+func (b *bencher) ingestPhase(ctx context.Context, c *benchChild, path string, batch int, bodies [][]byte) benchIngest {
 	in := benchIngest{batch: batch}
-	var profiled []string
-	var pwg sync.WaitGroup
-	if profile != "" && c.pprof != "" {
-		pwg.Go(func() {
-			name := filepath.Join(b.o.profile, "cpu-"+profile+".pprof")
-			secs := max(1, int(b.o.ingest/time.Second))
-			if err := benchFetch(c.pprof, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), name); err == nil {
-				profiled = append(profiled, name)
-			}
-		})
-	}
-	defer pwg.Wait()
 	var next, records, failed atomic.Uint64
 	var firstErr atomic.Pointer[error]
 	c0, ok0 := c.cpu()
@@ -823,8 +875,7 @@ func (b *bencher) ingestPhase(ctx context.Context, c *benchChild, path string, b
 	if ok0 && ok1 && in.records > 0 {
 		in.cpu = (c1 - c0) / time.Duration(in.records)
 	}
-	pwg.Wait()
-	return in, profiled
+	return in
 }
 
 // benchGroups reads the group commits' sum and count from the server's
@@ -885,43 +936,56 @@ func benchStored(path string) (uint64, float64, error) {
 	return stored, float64(inUse), err
 }
 
-// plain measures `bench plain`: the fixed manifest, and with msg a
-// signature of it per request.
-func (b *bencher) plain(ctx context.Context, manifest, msg []byte) (*benchServed, error) {
+// startPlain starts `bench plain`, answering the fixed manifest, and with
+// msg signing it per request, and its load.
+func (b *bencher) startPlain(ctx context.Context, manifest, msg []byte) (*benchChild, *benchLoad, error) {
 	dir, err := os.MkdirTemp(b.tmp, "plain-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mf := filepath.Join(dir, "manifest.json")
 	if err := os.WriteFile(mf, manifest, 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	args := []string{"bench", "plain", "-manifest", mf}
 	if msg != nil {
 		sf := filepath.Join(dir, "message")
 		if err := os.WriteFile(sf, msg, 0o600); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		args = append(args, "-sign", sf)
 	}
 	c, err := b.start(ctx, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ids, initial := []string{}, 0
 	// The players read the fixed manifest's first pathway: its id is
 	// whatever the manifest names.
+	var ids []string
 	if i := bytes.Index(manifest, benchPriorityKey); i >= 0 {
 		id := manifest[i+len(benchPriorityKey):]
 		ids = append(ids, string(id[:max(bytes.IndexByte(id, '"'), 0)]))
 	}
-	l := newBenchLoad(c.addr, "/v1/steer", ids, initial, b.o.clients, b.o.players)
-	s, _, err := b.serve(ctx, c, l, "")
+	return c, newBenchLoad(c.addr, "/v1/steer", ids, 0, b.o.clients, b.o.players), nil
+}
+
+// plain measures (b), the plain server answering a fixed manifest.
+func (b *bencher) plain(ctx context.Context, manifest []byte) (*benchServed, error) {
+	c, l, err := b.startPlain(ctx, manifest, nil)
+	if err != nil {
+		return nil, err
+	}
+	if b.o.warmup > 0 {
+		l.run(ctx, b.o.warmup, 0)
+	}
+	s := newBenchServer(c, l)
+	b.saturate(ctx, b.o.duration, s)
+	out, err := b.pace(ctx, s)
 	l.close()
 	if serr := c.stop(); err == nil {
 		err = serr
 	}
-	return &s, err
+	return &out, err
 }
 
 // benchBare is the CPU time of one bare Ed25519 signature of msg
@@ -1126,320 +1190,6 @@ func benchFsync(dir string) time.Duration {
 		}
 		ts = append(ts, time.Since(start))
 	}
-	return quantile(sortedDurations(ts), 0.5)
-}
-
-func sortedDurations(ts []time.Duration) []time.Duration {
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && ts[j] < ts[j-1]; j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
-	}
-	return ts
-}
-
-// The report.
-
-// Goals of issue 7.
-const (
-	benchGoalCPU  = 2.0  // CPU per decision ≤ 2 × a bare signature of its bytes
-	benchGoalRate = 0.75 // decisions/s ≥ 0.75 × the signing floor's
-)
-
-func (r *benchReport) write(w io.Writer) {
-	o := r.o
-	fmt.Fprintf(w, "waisteer bench, %s\n", r.when.Format(time.RFC3339))
-	fmt.Fprintf(w, "machine      %s\n             %s\n", r.machine[0], r.machine[1])
-	fmt.Fprintf(w, "disk         a 4 KiB write and fdatasync: median %s\n", benchDur(r.fsync))
-	fmt.Fprintf(w, "load average %s before, %s after\n", r.loadAvg[0], r.loadAvg[1])
-	fmt.Fprintf(w, "load         %d clients (keep-alive HTTP/1.1 on loopback, on the same cores as the servers), %d players:\n", o.clients, benchPlayersOf(o))
-	fmt.Fprintln(w, "             half HLS, half DASH reports; a quarter with CMCD (query or header); 1 in 8 at the floor tier;")
-	fmt.Fprintf(w, "             each server: %s warm-up, %s saturated (closed loop), %s paced at half that rate\n", o.warmup, o.duration, o.duration)
-	if o.quick {
-		fmt.Fprintln(w, "             -quick: a smoke run; these figures mean little")
-	}
-	fmt.Fprintln(w)
-
-	col := func(f func(*benchRealRun) string) string {
-		var s []string
-		for _, run := range r.runs {
-			s = append(s, fmt.Sprintf("%-22s", f(run)))
-		}
-		return strings.Join(s, " ")
-	}
-	fmt.Fprintln(w, "Steering: waisteer serve on its bbolt store; each manifest is sent once its decision is fsynced (group commit)")
-	fmt.Fprintf(w, "  %-34s %s\n", "", col(func(run *benchRealRun) string { return fmt.Sprintf("%d pathways", run.n) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "decision (WSD1) / manifest bytes", col(func(run *benchRealRun) string { return fmt.Sprintf("%d / %d", run.decisionBytes, run.manifestBytes) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "decisions/s at saturation", col(func(run *benchRealRun) string { return benchRate(run.served.rate) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "server CPU per decision", col(func(run *benchRealRun) string { return benchDur(run.served.cpu) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "load generator CPU per request", col(func(run *benchRealRun) string { return benchDur(run.served.gen) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "latency p50 at half rate", col(func(run *benchRealRun) string {
-		return fmt.Sprintf("%s (at %s/s)", benchDur(run.served.p50), benchRate(run.served.half))
-	}))
-	fmt.Fprintf(w, "  %-34s %s\n", "latency p99 / p999 at half rate", col(func(run *benchRealRun) string {
-		return benchDur(run.served.p99) + " / " + benchDur(run.served.p999)
-	}))
-	fmt.Fprintf(w, "  %-34s %s\n", "decisions per group commit", col(func(run *benchRealRun) string { return fmt.Sprintf("%.1f", run.groupSize) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "bytes stored per decision", col(func(run *benchRealRun) string { return fmt.Sprintf("%.0f", run.bytesInUse) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "file growth per decision", col(func(run *benchRealRun) string { return fmt.Sprintf("%.0f", run.fileBytes) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "decisions stored / answered", col(func(run *benchRealRun) string { return fmt.Sprintf("%d / %d", run.stored, run.answered) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "failed requests", col(func(run *benchRealRun) string { return strconv.FormatUint(run.served.failed, 10) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "server peak RSS", col(func(run *benchRealRun) string { return fmt.Sprintf("%.0f MiB", float64(run.peakRSS)/(1<<20)) }))
-	fmt.Fprintln(w, "  (bytes stored: in use in the buckets of decisions, their index by digest, contexts and evidence snapshots;")
-	fmt.Fprintln(w, "   file growth: the bbolt file's, over the steering phases)")
-	fmt.Fprintln(w)
-
-	fmt.Fprintln(w, "Baselines, same run, same machine, same load generator")
-	fmt.Fprintf(w, "  %-34s %s\n", "(a) bare Ed25519 of the decision", col(func(run *benchRealRun) string {
-		return benchDur(r.bare[r.index(run)]) + " CPU"
-	}))
-	fmt.Fprintf(w, "  %-34s %s\n", "(c) plain + signature: answers/s", col(func(run *benchRealRun) string { return benchRate(r.signing[r.index(run)].rate) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "    server CPU per answer", col(func(run *benchRealRun) string { return benchDur(r.signing[r.index(run)].cpu) }))
-	fmt.Fprintf(w, "  %-34s %s\n", "    p50 / p99 / p999 at half rate", col(func(run *benchRealRun) string {
-		c := r.signing[r.index(run)]
-		return benchDur(c.p50) + " / " + benchDur(c.p99) + " / " + benchDur(c.p999)
-	}))
-	b := r.plain
-	fmt.Fprintf(w, "  (b) plain net/http, fixed manifest:  %s answers/s, server CPU %s per answer, p50 / p99 / p999 at half rate %s / %s / %s\n",
-		benchRate(b.rate), benchDur(b.cpu), benchDur(b.p50), benchDur(b.p99), benchDur(b.p999))
-	fmt.Fprintln(w)
-
-	fmt.Fprintln(w, "Goals (issue 7)")
-	for i, run := range r.runs {
-		cpuRatio := benchRatio(run.served.cpu.Seconds(), r.bare[i].Seconds())
-		rateRatio := benchRatio(run.served.rate, r.signing[i].rate)
-		fmt.Fprintf(w, "  %2d pathways: CPU per decision / bare signature = %.2f (goal <= %.2f: %s)\n", run.n, cpuRatio, benchGoalCPU, benchMet(cpuRatio <= benchGoalCPU))
-		fmt.Fprintf(w, "  %2d pathways: decisions/s / signing floor (c)   = %.2f (goal >= %.2f: %s)\n", run.n, rateRatio, benchGoalRate, benchMet(rateRatio >= benchGoalRate))
-	}
-	fmt.Fprintln(w)
-
-	fmt.Fprintln(w, "Records in: POST /v1/rooms/{room}/records from 8 hops at once, each record's signature checked, stored durably before the answer")
-	for _, run := range r.runs {
-		for _, in := range run.ingest {
-			fmt.Fprintf(w, "  %2d pathways, %2d records per POST: %s records/s, server CPU %s per record (%d records", run.n, in.batch, benchRate(in.rate), benchDur(in.cpu), in.records)
-			if in.failed > 0 {
-				fmt.Fprintf(w, ", %d POSTs failed: %v", in.failed, in.err)
-			}
-			fmt.Fprintln(w, ")")
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Evidence update after a record (evidence.Index.Add + decision.Ranking.Refresh, in process), by the records of its pathway in the window")
-	for _, ev := range r.evidence {
-		fmt.Fprintf(w, "  %6d records: %s per record\n", ev.window, benchDur(ev.perOp))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Memory per live session (store.MemLoads, in process: the heap's growth over the sessions, each steered once)")
-	for _, s := range r.sessions {
-		fmt.Fprintf(w, "  %d sessions, %d pathways: %.0f bytes per session\n", s.sessions, s.pathways, s.bytes)
-	}
-	for _, run := range r.runs {
-		for _, name := range run.profiled {
-			fmt.Fprintf(w, "profile: %s\n", name)
-		}
-	}
-}
-
-func (r *benchReport) index(run *benchRealRun) int {
-	for i, x := range r.runs {
-		if x == run {
-			return i
-		}
-	}
-	return 0
-}
-
-func benchPlayersOf(o benchOptions) int {
-	per := max(1, (o.players+o.clients-1)/o.clients)
-	return per * o.clients
-}
-
-func benchRatio(x, y float64) float64 {
-	if y == 0 {
-		return math.NaN()
-	}
-	return x / y
-}
-
-func benchMet(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "NOT met"
-}
-
-func benchRate(r float64) string {
-	s := strconv.FormatFloat(math.Round(r), 'f', 0, 64)
-	// Thousands apart, for the eye.
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-func benchDur(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "n/a"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
-	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
-}
-
-// The children's commands.
-
-// runBenchServe is `waisteer serve` (the same configuration, store and
-// server) that prints "ready URL" once it listens, for bench; with -pprof
-// it serves profiles on a loopback address, which serve never does.
-func runBenchServe(e *env, args []string) error {
-	fs := newFlags(e, "bench serve", "-c FILE [-pprof 127.0.0.1:PORT]")
-	cfgFile := fs.String("c", "", "the configuration `file`, as serve reads it")
-	pprofAddr := fs.String("pprof", "", "serve CPU, allocation and mutex profiles on this loopback `address`")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 || *cfgFile == "" {
-		return usagef("-c FILE is required, and nothing else")
-	}
-	logger, err := newLogger(e.stderr, "text", "warn")
-	if err != nil {
-		return err
-	}
-	cfg, err := loadServeConfig(*cfgFile, os.Getenv)
-	if err != nil {
-		return err
-	}
-	cfg.server.Logger = logger
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *pprofAddr != "" {
-		u, err := benchProfiles(ctx, *pprofAddr)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "pprof %s\n", u)
-	}
-	st, loads, err := openStore(cfg.dataDir, logger)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		st.Close()
-		return err
-	}
-	return serveOn(ctx, stop, logger, ln, cfg, st, loads, func(u string) { fmt.Fprintf(e.stdout, "ready %s\n", u) })
-}
-
-// benchProfiles serves the process's profiles on a loopback address until
-// ctx ends: /debug/pprof/profile?seconds=N (CPU), and allocs, heap, mutex,
-// block and goroutine by name.
-func benchProfiles(ctx context.Context, addr string) (string, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		return "", usagef("-pprof %q: a loopback address, such as 127.0.0.1:6060", addr)
-	}
-	runtime.SetMutexProfileFraction(10)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
-		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
-		if err != nil || secs < 1 || secs > 600 {
-			secs = 10
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		if err := pprof.StartCPUProfile(w); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		select {
-		case <-time.After(time.Duration(secs) * time.Second):
-		case <-r.Context().Done():
-		}
-		pprof.StopCPUProfile()
-	})
-	mux.HandleFunc("/debug/pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
-		p := pprof.Lookup(r.PathValue("name"))
-		if p == nil {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		p.WriteTo(w, 0)
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(ln)
-	go func() { <-ctx.Done(); hs.Close() }()
-	return "http://" + ln.Addr().String(), nil
-}
-
-// benchSink keeps the plain server's signatures observable.
-var benchSink atomic.Uint32
-
-// runBenchPlain is the baseline servers (b) and (c): net/http answering
-// every request with a fixed manifest and, with -sign, after an Ed25519
-// signature of the message the file holds.
-func runBenchPlain(e *env, args []string) error {
-	fs := newFlags(e, "bench plain", "-manifest FILE [-sign FILE] [-listen ADDR]")
-	manifestFile := fs.String("manifest", "", "the `file` of the manifest to answer")
-	signFile := fs.String("sign", "", "sign the message in this `file` for every request")
-	listen := fs.String("listen", "127.0.0.1:0", "the `address` to listen on")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 || *manifestFile == "" {
-		return usagef("-manifest FILE is required")
-	}
-	manifest, err := os.ReadFile(*manifestFile)
-	if err != nil {
-		return err
-	}
-	var msg []byte
-	if *signFile != "" {
-		if msg, err = os.ReadFile(*signFile); err != nil {
-			return err
-		}
-	}
-	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
-	length := strconv.Itoa(len(manifest))
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if msg != nil {
-			s := ed25519.Sign(key, msg)
-			benchSink.Store(binary.LittleEndian.Uint32(s))
-		}
-		hd := w.Header()
-		hd.Set("Content-Type", server.ManifestType)
-		hd.Set("Cache-Control", "no-store")
-		hd.Set("Content-Length", length)
-		w.Write(manifest)
-	})
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: defaultReadHeaderTimeout, IdleTimeout: defaultIdleTimeout,
-		ErrorLog: slog.NewLogLogger(slog.NewTextHandler(e.stderr, nil), slog.LevelWarn)}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(e.stdout, "ready http://%s\n", ln.Addr())
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return hs.Shutdown(sctx)
+	slices.Sort(ts)
+	return quantile(ts, 0.5)
 }

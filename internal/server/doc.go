@@ -36,11 +36,15 @@
 // # A steering request
 //
 // Per request the server reads the query once (§4.1) for the session and
-// the report; takes the room's loads and decides under the room's lock in
+// the report; takes the client's draw (§6.3); takes the room's loads and
+// applies the steps of the rule that read them under the room's lock in
 // the table of loads (§6, store.Loads.Steer), so that the loads are exact
-// under concurrent requests; signs (§7.3); hands the compacted decision to
-// the group committer, which writes every decision waiting in one durable
-// write; and writes the manifest only once its decision is durable. The
+// under concurrent requests; builds and signs the decision (§7.3); hands
+// the compacted decision to the group committer, which writes every
+// decision waiting in one durable write (under load, at most one write per
+// Config.CommitInterval); and writes the manifest only once its decision
+// is durable. A hop's records are likewise written with those of the
+// POSTs that arrive meanwhile. The
 // evidence, the ranks and the order are computed once per window and
 // again when a record arrives (decision.Ranking), and read through an
 // atomic pointer.
