@@ -1,17 +1,21 @@
 module github.com/waisteer/waisteer
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cloudflare/circl v1.6.5
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/pelletier/go-toml/v2 v2.4.3
+	github.com/valyala/fasthttp v1.78.0
 	go.etcd.io/bbolt v1.5.0
 )
 
 require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/molecule-man/go-brrr v1.3.1 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	golang.org/x/crypto v0.54.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )

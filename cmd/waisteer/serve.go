@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -156,27 +157,15 @@ func serveOn(ctx context.Context, stop func(), logger *slog.Logger, ln net.Liste
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: cfg.http.readHeaderTimeout,
-		ReadTimeout:       cfg.http.readTimeout,
-		WriteTimeout:      cfg.http.writeTimeout,
-		IdleTimeout:       cfg.http.idleTimeout,
-		MaxHeaderBytes:    cfg.http.maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	front := newFront(cfg, srv, logger)
 	scheme := "http"
-	served := make(chan error, 1)
 	if cfg.tls != nil {
-		// ServeTLS, not Serve on a TLS listener: it offers HTTP/2 too.
-		hs.TLSConfig = cfg.tls
 		scheme = "https"
-		go func() { served <- hs.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { served <- hs.Serve(ln) }()
 	}
+	served := make(chan error, 1)
+	go func() { served <- front.serve(ln) }()
 	u := scheme + "://" + ln.Addr().String()
-	logger.Info("listening", "url", u, "rooms", len(cfg.server.Rooms))
+	logger.Info("listening", "url", u, "rooms", len(cfg.server.Rooms), "engine", cfg.http.engine)
 	if ready != nil {
 		ready(u)
 	}
@@ -192,9 +181,9 @@ func serveOn(ctx context.Context, stop func(), logger *slog.Logger, ln net.Liste
 	logger.Info("shutting down", "timeout", cfg.http.shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.http.shutdownTimeout)
 	defer cancel()
-	if serr := hs.Shutdown(sctx); serr != nil {
+	if serr := front.shutdown(sctx); serr != nil {
 		err = errors.Join(err, fmt.Errorf("finishing the requests in flight: %w", serr))
-		hs.Close()
+		front.close()
 	}
 	if serveErr == nil {
 		if e := <-served; !errors.Is(e, http.ErrServerClosed) {
@@ -214,6 +203,94 @@ func serveOn(ctx context.Context, stop func(), logger *slog.Logger, ln net.Liste
 	return err
 }
 
+// The HTTP servers serve can run (http.engine).
+const (
+	engineFast = "fasthttp" // plain HTTP/1.1: fasthttp, the steering route on its own requests
+	engineStd  = "net/http" // net/http, with HTTP/2 over TLS
+)
+
+// front is the HTTP server in front of the steering server.
+type front struct {
+	serve    func(net.Listener) error // returns http.ErrServerClosed, or nil, once shut down
+	shutdown func(context.Context) error
+	close    func()
+}
+
+// newFront makes the HTTP server of cfg's engine for srv.
+func newFront(cfg *serveConfig, srv *server.Server, logger *slog.Logger) front {
+	if cfg.http.engine == engineFast {
+		fs := srv.FastServer(server.FastLimits{
+			ReadHeaderTimeout: cfg.http.readHeaderTimeout, ReadTimeout: cfg.http.readTimeout,
+			WriteTimeout: cfg.http.writeTimeout, IdleTimeout: cfg.http.idleTimeout,
+			MaxHeaderBytes: cfg.http.maxHeaderBytes, Logger: logger,
+		})
+		// fasthttp's Shutdown closes only the listeners Serve has taken
+		// up: one that comes before is kept here, and closed too.
+		var (
+			mu       sync.Mutex
+			listener net.Listener
+			shut     bool
+		)
+		return front{
+			serve: func(ln net.Listener) error {
+				if cfg.tls != nil {
+					ln = tls.NewListener(ln, cfg.tls)
+				}
+				mu.Lock()
+				listener = ln
+				closed := shut
+				mu.Unlock()
+				if closed {
+					ln.Close()
+					return http.ErrServerClosed
+				}
+				err := fs.Serve(ln)
+				mu.Lock()
+				defer mu.Unlock()
+				if shut {
+					return http.ErrServerClosed
+				}
+				return err
+			},
+			shutdown: func(ctx context.Context) error {
+				mu.Lock()
+				shut = true
+				ln := listener
+				mu.Unlock()
+				err := fs.ShutdownWithContext(ctx)
+				if ln != nil {
+					ln.Close() // already closed when Serve had begun
+				}
+				return err
+			},
+			// After a shutdown that timed out: the requests left are
+			// cut when the process ends.
+			close: func() {},
+		}
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: cfg.http.readHeaderTimeout,
+		ReadTimeout:       cfg.http.readTimeout,
+		WriteTimeout:      cfg.http.writeTimeout,
+		IdleTimeout:       cfg.http.idleTimeout,
+		MaxHeaderBytes:    cfg.http.maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return front{
+		serve: func(ln net.Listener) error {
+			if cfg.tls != nil {
+				// ServeTLS, not Serve on a TLS listener: it offers HTTP/2 too.
+				hs.TLSConfig = cfg.tls
+				return hs.ServeTLS(ln, "", "")
+			}
+			return hs.Serve(ln)
+		},
+		shutdown: hs.Shutdown,
+		close:    func() { hs.Close() },
+	}
+}
+
 // serveConfig is a configuration file, read and checked.
 type serveConfig struct {
 	listen   string
@@ -225,6 +302,7 @@ type serveConfig struct {
 }
 
 type httpLimits struct {
+	engine                                                                     string // engineFast or engineStd
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout, shutdownTimeout time.Duration
 	maxHeaderBytes                                                             int
 }
@@ -245,6 +323,7 @@ type serveFile struct {
 }
 
 type httpFile struct {
+	Engine            *string `toml:"engine"`
 	ReadHeaderTimeout *string `toml:"read_header_timeout"`
 	ReadTimeout       *string `toml:"read_timeout"`
 	WriteTimeout      *string `toml:"write_timeout"`
@@ -371,6 +450,17 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *serveConf
 		idleTimeout:       r.duration("http.idle_timeout", f.HTTP.IdleTimeout, defaultIdleTimeout),
 		shutdownTimeout:   r.duration("http.shutdown_timeout", f.HTTP.ShutdownTimeout, defaultShutdownTimeout),
 		maxHeaderBytes:    defaultMaxHeaderBytes,
+	}
+	// fasthttp by default; net/http by default under TLS, for HTTP/2.
+	switch {
+	case f.HTTP.Engine != nil && *f.HTTP.Engine != engineFast && *f.HTTP.Engine != engineStd:
+		r.errorf("http.engine", "%q is not %q or %q", *f.HTTP.Engine, engineFast, engineStd)
+	case f.HTTP.Engine != nil:
+		cfg.http.engine = *f.HTTP.Engine
+	case cfg.tls != nil:
+		cfg.http.engine = engineStd
+	default:
+		cfg.http.engine = engineFast
 	}
 	if m := f.HTTP.MaxHeaderBytes; m != nil {
 		if *m < 4096 || *m > 1<<24 {

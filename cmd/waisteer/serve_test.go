@@ -82,7 +82,7 @@ func TestServeExampleConfig(t *testing.T) {
 	if cfg.server.OperatorToken != r.token || cfg.server.SessionGrace != 20*time.Second || cfg.server.Retention != 720*time.Hour {
 		t.Errorf("token %q, grace %v, retention %v", cfg.server.OperatorToken, cfg.server.SessionGrace, cfg.server.Retention)
 	}
-	want := httpLimits{5 * time.Second, 30 * time.Second, 30 * time.Second, 2 * time.Minute, 30 * time.Second, 65536}
+	want := httpLimits{engineFast, 5 * time.Second, 30 * time.Second, 30 * time.Second, 2 * time.Minute, 30 * time.Second, 65536}
 	if cfg.http != want {
 		t.Errorf("http %+v, want %+v", cfg.http, want)
 	}
@@ -134,6 +134,7 @@ steering_key = "steer.key"
 		// The room's window (60 s), lag (2 s) and a period (10 s).
 		{"retention short", "retention = \"71s\"\n" + room, "serve.toml:1: retention: 1m11s is shorter than room[0]'s window, lag and a period (1m12s)"},
 		{"zero timeout", "[http]\nread_timeout = \"0s\"\n" + room, "serve.toml:2: http.read_timeout: is 0"},
+		{"engine", "[http]\nengine = \"nginx\"\n" + room, `serve.toml:2: http.engine: "nginx" is not "fasthttp" or "net/http"`},
 		{"header bytes", "[http]\nmax_header_bytes = 10\n" + room, "serve.toml:2: http.max_header_bytes: 10 is not"},
 		{"tls half", "tls_key = \"key.pem\"\n" + room, "serve.toml:1: tls_key: is given without tls_cert"},
 		{"tls files", "tls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n" + room, "serve.toml:1: tls_cert: open"},
@@ -645,8 +646,16 @@ func TestVerifyURL(t *testing.T) {
 // (bbolt's in-use bytes of its pages, evidence snapshots included) and in
 // the file's growth.
 //
+// It runs once on each HTTP engine (http.engine).
+//
 //	go test -run=NONE -bench=ServeHTTP -benchtime=5s ./cmd/waisteer
 func BenchmarkServeHTTP(b *testing.B) {
+	for _, engine := range []string{engineFast, engineStd} {
+		b.Run(strings.ReplaceAll(engine, "/", "-"), func(b *testing.B) { benchServeHTTP(b, engine) })
+	}
+}
+
+func benchServeHTTP(b *testing.B, engine string) {
 	b.ReportAllocs()
 	dir := b.TempDir()
 	r, err := newDemoRoom("bench", "http://127.0.0.1")
@@ -662,7 +671,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := &serveConfig{http: httpLimits{defaultReadHeaderTimeout, defaultReadTimeout, defaultWriteTimeout, defaultIdleTimeout, defaultShutdownTimeout, defaultMaxHeaderBytes}}
+	cfg := &serveConfig{http: httpLimits{engine, defaultReadHeaderTimeout, defaultReadTimeout, defaultWriteTimeout, defaultIdleTimeout, defaultShutdownTimeout, defaultMaxHeaderBytes}}
 	logger := slog.New(slog.DiscardHandler)
 	cfg.server = server.Config{Rooms: []server.RoomConfig{r.roomConfig()}, Logger: logger}
 	ctx, stop := context.WithCancel(context.Background())

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/server"
@@ -115,9 +117,38 @@ func startSteering(t *testing.T, log *hitLog) *steering {
 			t.Errorf("closing waisteer: %v", err)
 		}
 	})
-	serveOn(t, ln, log.logged("steer", true, srv.Handler()))
+	// As `waisteer serve` runs it on plain HTTP: behind fasthttp, the
+	// steering route on fasthttp's own requests (server.FastHandler).
+	fs := srv.FastServer(server.FastLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10, Logger: logger})
+	fs.Handler = log.fastLogged("steer", fs.Handler)
+	done := make(chan struct{})
+	go func() { defer close(done); fs.Serve(ln) }()
+	t.Cleanup(func() {
+		fs.Shutdown()
+		ln.Close() // Shutdown closes it only once Serve has begun
+		<-done
+	})
 	s.addRecords(t, 0, joulesFirst)
 	return s
+}
+
+// fastLogged logs every request h answers as a hit of server, with the
+// answer's body.
+func (l *hitLog) fastLogged(server string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(c *fasthttp.RequestCtx) {
+		start := time.Now()
+		h(c)
+		_, query, _ := bytes.Cut(c.Request.Header.RequestURI(), []byte{'?'})
+		ht := hit{
+			Server: server, Host: string(c.Host()), Method: string(c.Method()), Path: string(c.Request.URI().Path()),
+			Query: string(query), CMCD: string(c.Request.Header.Peek("CMCD-Request")),
+			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body()),
+		}
+		l.mu.Lock()
+		l.hits = append(l.hits, ht)
+		l.mu.Unlock()
+	}
 }
 
 // policyFor is the policy of a page's room, its URIs on the steering

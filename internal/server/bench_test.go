@@ -133,7 +133,7 @@ func BenchmarkLoopback(b *testing.B) {
 	for _, s := range stores {
 		b.Run(s.name, func(b *testing.B) {
 			srv, _ := benchServer(b, benchSpec(3), s.open(b))
-			ts := httptest.NewServer(srv.Handler())
+			ts := serveTest(b, srv) // behind testEngine
 			defer ts.Close()
 			tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 			client := &http.Client{Transport: tr}

@@ -28,7 +28,7 @@ type fuzzEnv struct {
 	uses int
 }
 
-func newFuzzEnv(f *testing.F, post bool) *fuzzEnv {
+func newFuzzEnv(f testing.TB, post bool) *fuzzEnv {
 	sc, err := scenario.Build(scenario.Spec{Periods: 6})
 	if err != nil {
 		f.Fatal(err)

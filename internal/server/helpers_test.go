@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,7 +67,57 @@ type env struct {
 	loads *store.MemLoads
 	clock *atomic.Uint64
 	srv   *Server
-	ts    *httptest.Server
+	ts    *testFront
+}
+
+// testEngine is the HTTP server the tests run the server behind: TestMain
+// runs every test of the package behind each one that `waisteer serve` runs
+// (fasthttp through FastServer, net/http through Handler).
+var testEngine = "fasthttp"
+
+func TestMain(m *testing.M) {
+	code := 0
+	for _, engine := range []string{"fasthttp", "net/http"} {
+		testEngine = engine
+		fmt.Printf("--- the server behind %s\n", engine)
+		if c := m.Run(); c != 0 {
+			code = c
+		}
+	}
+	os.Exit(code)
+}
+
+// testFront is the server behind a real listener on loopback.
+type testFront struct {
+	URL    string
+	client *http.Client
+	close  func()
+}
+
+func (f *testFront) Client() *http.Client { return f.client }
+func (f *testFront) Close()               { f.close() }
+
+// serveTest serves srv behind testEngine.
+func serveTest(t testing.TB, srv *Server) *testFront {
+	if testEngine == "net/http" {
+		ts := httptest.NewServer(srv.Handler())
+		return &testFront{URL: ts.URL, client: ts.Client(), close: ts.Close}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := srv.FastServer(FastLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10})
+	done := make(chan struct{})
+	go func() { defer close(done); fs.Serve(ln) }()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	return &testFront{URL: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr}, close: func() {
+		tr.CloseIdleConnections()
+		fs.Shutdown()
+		ln.Close() // Shutdown closes it only once Serve has begun
+		<-done
+	}}
 }
 
 // newEnv builds spec and serves it; the store starts empty (records are
@@ -107,7 +160,7 @@ func (e *env) start(edit func(*Config)) {
 		e.t.Fatal(err)
 	}
 	e.srv = srv
-	e.ts = httptest.NewServer(srv.Handler())
+	e.ts = serveTest(e.t, srv)
 	e.t.Cleanup(func() { e.stop() })
 }
 

@@ -70,6 +70,9 @@ const (
 	maxPolicyBody  = 4 << 20 // a policy of 32 pathways with every field at its longest is under 3 MiB
 	maxKeyLogBody  = 1 << 20
 	maxTarget      = 16 << 10 // a steering request's target
+	// maxBody is the largest of the limits above: FastServer refuses a
+	// larger body before reading it.
+	maxBody = max(maxRecordsBody, maxPolicyBody, maxKeyLogBody)
 )
 
 // Server is the steering server: players' steering requests, hops'
@@ -303,18 +306,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := s.routes.Load()
 	path := r.URL.EscapedPath()
 	if h, ok, aerr := rt.steerHub(path, r.URL.RawQuery); ok {
-		if r.Method == http.MethodOptions {
-			s.count(routePreflight, w, r, s.preflight)
-			return
-		}
-		s.count(routeSteer, w, r, func(w http.ResponseWriter, r *http.Request) {
-			if aerr != nil {
-				steerHeaders(w)
-				writeError(w, aerr)
-				return
-			}
-			s.serveSteer(w, r, h)
-		})
+		s.steerRoute(w, r, h, aerr)
 		return
 	}
 	if isReserved(path) {
@@ -331,6 +323,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail(codeNotFound, "no route at %q", path))
+	})
+}
+
+// steerRoute answers a request on a room's steering route (aerr: the
+// route's refusal, when it has one): a preflight, or a steering request.
+func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h *hub, aerr *apiError) {
+	if r.Method == http.MethodOptions {
+		s.count(routePreflight, w, r, s.preflight)
+		return
+	}
+	s.count(routeSteer, w, r, func(w http.ResponseWriter, r *http.Request) {
+		if aerr != nil {
+			steerHeaders(w)
+			writeError(w, aerr)
+			return
+		}
+		s.serveSteer(w, r, h)
 	})
 }
 

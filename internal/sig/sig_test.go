@@ -1,16 +1,18 @@
 package sig
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/waisteer/waisteer/internal/shared"
 	"math/big"
+	"math/rand/v2"
 	"os"
 	"testing"
 
 	"github.com/cloudflare/circl/sign/ed25519"
 
 	"github.com/waisteer/waisteer/internal/reason"
+	"github.com/waisteer/waisteer/internal/shared"
 )
 
 func unhex(t testing.TB, s string) []byte {
@@ -105,6 +107,33 @@ func TestRFC8032(t *testing.T) {
 		s[0] ^= 1
 		if reason.Of(VerifyRaw(k.Public(), msg, s)) != reason.BadSignature {
 			t.Errorf("a changed signature verified")
+		}
+	}
+}
+
+// TestSignMatchesCircl: SignRaw signs through crypto/ed25519; RFC 8032 §5.1.6
+// makes a signature a function of the key and the message, so circl must
+// give the same bytes for every key and length, and circl must accept them.
+func TestSignMatchesCircl(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 200 {
+		var seed [SeedSize]byte
+		for j := range seed {
+			seed[j] = byte(r.Uint32())
+		}
+		k := NewPrivateKey(seed)
+		msg := make([]byte, i*61)
+		for j := range msg {
+			msg[j] = byte(r.Uint32())
+		}
+		got := k.SignRaw(msg)
+		want := ed25519.Sign(ed25519.NewKeyFromSeed(seed[:]), msg)
+		if !bytes.Equal(got[:], want) {
+			t.Fatalf("seed %x, %d bytes: signature %s, circl's %x", seed, len(msg), got, want)
+		}
+		pub := k.Public()
+		if !ed25519.Verify(pub[:], msg, got[:]) {
+			t.Fatalf("circl refuses the signature of seed %x", seed)
 		}
 	}
 }

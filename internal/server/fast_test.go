@@ -1,0 +1,186 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// TestPlainPath: serveFast takes a target only when its path is one that
+// net/http's EscapedPath gives back unchanged, so that both find the same
+// route for it.
+func TestPlainPath(t *testing.T) {
+	for _, p := range []string{"/", "/v1/steer", "/a-b_c.d~e/!$&'()*+,;=:@", "/UPPER/09"} {
+		if !plainPath([]byte(p)) {
+			t.Errorf("%q is not plain", p)
+		}
+		u, err := url.ParseRequestURI(p)
+		if err != nil || u.EscapedPath() != p {
+			t.Errorf("%q: net/http's escaped path is %q (%v)", p, u.EscapedPath(), err)
+		}
+	}
+	for _, p := range []string{"", "v1/steer", "/v1/st%65er", "/a b", "/a\"b", "/a#b", "/é", "/a\\b", "*", "http://host/v1/steer", "/a^b", "/a|b"} {
+		if plainPath([]byte(p)) {
+			t.Errorf("%q is plain", p)
+		}
+	}
+}
+
+// fastAnswer is an answer as a client sees it.
+type fastAnswer struct {
+	status            int
+	contentType, body string
+	header            http.Header
+}
+
+// answerStd serves raw, an HTTP/1.1 request, through Handler; ok is false
+// when net/http does not read it.
+func answerStd(srv *Server, raw []byte) (a fastAnswer, ok bool) {
+	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		return a, false
+	}
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, r)
+	return fastAnswer{w.Code, w.Header().Get("Content-Type"), w.Body.String(), w.Header()}, true
+}
+
+// answerFast serves raw through FastHandler; ok is false when fasthttp does
+// not read it.
+func answerFast(h fasthttp.RequestHandler, raw []byte) (a fastAnswer, ok bool) {
+	var req fasthttp.Request
+	// The reader's buffer is the largest request head FastServer reads.
+	if err := req.Read(bufio.NewReaderSize(bytes.NewReader(raw), 64<<10)); err != nil {
+		return a, false
+	}
+	var c fasthttp.RequestCtx
+	c.Init(&req, nil, nil)
+	c.Response.Header.SetNoDefaultContentType(true) // as FastServer's connections have it
+	h(&c)
+	hd := http.Header{}
+	for k, v := range c.Response.Header.All() {
+		hd.Add(string(k), string(v))
+	}
+	return fastAnswer{c.Response.StatusCode(), string(c.Response.Header.ContentType()), string(c.Response.Body()), hd}, true
+}
+
+// rawRequest writes an HTTP/1.1 request.
+func rawRequest(method, target, cmcd string, body []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: steer.example\r\n", method, target)
+	if cmcd != "" {
+		fmt.Fprintf(&b, "CMCD-Request: %s\r\n", cmcd)
+	}
+	if body != nil {
+		fmt.Fprintf(&b, "Authorization: Bearer %s\r\nContent-Length: %d\r\n", testToken, len(body))
+	}
+	b.WriteString("\r\n")
+	b.Write(body)
+	return b.Bytes()
+}
+
+// sameAnswer compares the answers of the two engines to one request. A
+// steering manifest names a session and a decision of its own server, and
+// the metrics count requests and their times: those are compared by their
+// status, media type and shape; every other answer byte for byte.
+func sameAnswer(t *testing.T, whole []byte, std, fast fastAnswer) {
+	t.Helper()
+	raw := whole[:min(len(whole), 300)]
+	if std.status != fast.status || std.contentType != fast.contentType {
+		t.Fatalf("%q:\nnet/http %d %q %s\nfasthttp %d %q %s", raw, std.status, std.contentType, std.body, fast.status, fast.contentType, fast.body)
+	}
+	for _, k := range []string{"Cache-Control", "Access-Control-Allow-Origin", "Allow", "Retry-After", "X-Content-Type-Options"} {
+		if std.header.Get(k) != fast.header.Get(k) {
+			t.Fatalf("%q: %s: net/http %q, fasthttp %q", raw, k, std.header.Get(k), fast.header.Get(k))
+		}
+	}
+	switch {
+	case std.contentType == ManifestType:
+		var a, b manifest
+		if json.Unmarshal([]byte(std.body), &a) != nil || json.Unmarshal([]byte(fast.body), &b) != nil || a.Version != b.Version || a.TTL != b.TTL {
+			t.Fatalf("%q: manifests\n%s\n%s", raw, std.body, fast.body)
+		}
+	case strings.HasPrefix(std.contentType, "text/plain; version=0.0.4"): // metrics
+	case std.body != fast.body:
+		t.Fatalf("%q: net/http answers\n%s\nfasthttp\n%s", raw, std.body, fast.body)
+	}
+}
+
+// TestFastSameAnswers: FastHandler answers as Handler does, on the steering
+// route (served by serveFast) and on every other (served through the
+// adaptor), requests that differ in method, path, query, CMCD header and
+// body.
+func TestFastSameAnswers(t *testing.T) {
+	std, fast := newFuzzEnv(t, true), newFuzzEnv(t, true)
+	room, pd := std.room(), std.sc.Policy.Digest().String()
+	for _, c := range []struct {
+		method, target, cmcd string
+		body                 []byte
+	}{
+		{"GET", "/v1/steer", "", nil},
+		{"GET", "/v1/steer?_HLS_pathway=a&_HLS_throughput=5000000", "", nil},
+		{"GET", "/v1/steer?_HLS_pathway=a", "bl=30000,mtp=8000", nil},
+		{"GET", "/v1/steer?%zz&_HLS_pathway=%", "bl=(1 2", nil},
+		{"GET", "/v1/steer?x=" + strings.Repeat("a", maxTarget), "", nil},
+		{"GET", "/v1/st%65er", "", nil},
+		{"GET", "/v1//steer", "", nil},
+		{"HEAD", "/v1/steer", "", nil},
+		{"POST", "/v1/steer", "", []byte("x")},
+		{"OPTIONS", "/v1/steer", "", nil},
+		{"GET", "/v1/policies/" + pd, "", nil},
+		{"GET", "/v1/policies/" + pd + "?v=1", "", nil},
+		{"GET", "/v1/decisions/" + pd, "", nil},
+		{"GET", "/v1/rooms/" + room + "/descriptor", "", nil},
+		{"GET", "/v1/rooms/" + room + "/keylog", "", nil},
+		{"POST", "/v1/rooms/" + room + "/records", "", std.sc.Records[0]},
+		{"POST", "/v1/rooms/" + room + "/records", "", []byte("WMH1")},
+		{"PUT", "/v1/rooms/" + room + "/policy", "", []byte("WSP1")},
+		{"GET", "/healthz", "", nil},
+		{"GET", "/nowhere", "", nil},
+	} {
+		raw := rawRequest(c.method, c.target, c.cmcd, c.body)
+		s, ok1 := answerStd(std.get(t), raw)
+		f, ok2 := answerFast(fast.get(t).FastHandler(), raw)
+		if !ok1 || !ok2 {
+			t.Fatalf("%.300q does not read: net/http %v, fasthttp %v", raw, ok1, ok2)
+		}
+		sameAnswer(t, raw, s, f)
+	}
+}
+
+// FuzzFastFront: whatever request both net/http and fasthttp read, the
+// server behind each answers it the same way (sameAnswer), and neither
+// panics.
+func FuzzFastFront(f *testing.F) {
+	std, fast := newFuzzEnv(f, true), newFuzzEnv(f, true)
+	room := std.room()
+	for _, s := range []struct {
+		method, target, cmcd string
+		body                 []byte
+	}{
+		{"GET", "/v1/steer?_HLS_pathway=a", "", nil},
+		{"GET", "/v1/steer?_DASH_pathway=%22c,a%22", "bl=1500, mtp=20000", nil},
+		{"GET", "/v1/st%65er", "", nil},
+		{"OPTIONS", "/v1/steer", "", nil},
+		{"POST", "/v1/rooms/" + room + "/records", "", std.sc.Records[1]},
+		{"GET", "/v1/rooms/" + room + "/status", "", nil},
+	} {
+		f.Add(s.method, s.target, s.cmcd, s.body)
+	}
+	f.Fuzz(func(t *testing.T, method, target, cmcd string, body []byte) {
+		raw := rawRequest(method, target, cmcd, body)
+		s, ok1 := answerStd(std.get(t), raw)
+		fa, ok2 := answerFast(fast.get(t).FastHandler(), raw)
+		if ok1 && ok2 {
+			sameAnswer(t, raw, s, fa)
+		}
+	})
+}
