@@ -84,11 +84,12 @@ type benchOptions struct {
 	sessions                       int   // for the memory per live session
 	ingestPool                     [2]int
 	profile                        string
+	engine                         string // the server's http.engine
 	quick                          bool
 }
 
 func runBench(e *env, args []string) error {
-	fs := newFlags(e, "bench", "[-quick] [-d DURATION] [-clients N] [-players N] [-pathways 3,32] [-profile DIR]")
+	fs := newFlags(e, "bench", "[-quick] [-d DURATION] [-clients N] [-players N] [-pathways 3,32] [-engine fasthttp|net/http] [-profile DIR]")
 	o := benchOptions{}
 	fs.DurationVar(&o.duration, "d", 10*time.Second, "the `duration` of each measured phase")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "the `duration` of the warm-up before the phases of each server")
@@ -96,6 +97,7 @@ func runBench(e *env, args []string) error {
 	fs.IntVar(&o.players, "players", 10000, "players (sessions), shared among the clients")
 	pathways := fs.String("pathways", "3,32", "the rooms' counts of pathways, comma-separated")
 	fs.StringVar(&o.profile, "profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
+	fs.StringVar(&o.engine, "engine", engineFast, "the server's HTTP `engine` (serve's http.engine): fasthttp or net/http")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run of a few seconds: short phases, few clients, 3 pathways")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,6 +120,9 @@ func runBench(e *env, args []string) error {
 		o.evidenceTime = 30 * time.Millisecond
 		o.clients, o.players, o.pathways = 4, 32, []int{3}
 		o.windowSizes, o.sessions, o.ingestPool = []int{100, 1000}, 10_000, [2]int{64, 640}
+	}
+	if o.engine != engineFast && o.engine != engineStd {
+		return usagef("-engine %q: %s or %s", o.engine, engineFast, engineStd)
 	}
 	if o.clients < 1 || o.players < 1 || o.duration <= 0 || o.warmup < 0 {
 		return usagef("-clients, -players and -d must be positive")
@@ -328,7 +333,7 @@ func (r *benchRoom) recordsPath() string {
 }
 
 // writeFiles writes the room's files and a configuration for serve into dir.
-func (r *benchRoom) writeFiles(dir string) (string, error) {
+func (r *benchRoom) writeFiles(dir, engine string) (string, error) {
 	files := map[string][]byte{
 		"room.cbor":   r.sc.Room.DescriptorBytes,
 		"keylog.cbor": r.sc.Room.HeadBytes,
@@ -338,6 +343,9 @@ func (r *benchRoom) writeFiles(dir string) (string, error) {
 		"serve.toml": []byte(`listen = "127.0.0.1:0"
 data_dir = "data"
 operator_token_file = "token"
+
+[http]
+engine = "` + engine + `"
 
 [[room]]
 descriptor = "room.cbor"
@@ -666,7 +674,7 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, *benchServed,
 		return nil, nil, err
 	}
 	dir := filepath.Join(b.tmp, fmt.Sprintf("room-%d", n))
-	cfg, err := r.writeFiles(dir)
+	cfg, err := r.writeFiles(dir, b.o.engine)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,16 +55,7 @@ func runBenchServe(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "pprof %s\n", u)
 	}
-	st, loads, err := openStore(cfg.dataDir, logger)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		st.Close()
-		return err
-	}
-	return serveOn(ctx, stop, logger, ln, cfg, st, loads, func(u string) { fmt.Fprintf(e.stdout, "ready %s\n", u) })
+	return openAndServe(ctx, stop, logger, cfg, func(u string) { fmt.Fprintf(e.stdout, "ready %s\n", u) })
 }
 
 // benchProfiles serves the process's profiles on a loopback address until

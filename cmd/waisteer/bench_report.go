@@ -38,7 +38,7 @@ func (r *benchReport) write(w io.Writer) {
 		}
 		return strings.Join(s, " ")
 	}
-	fmt.Fprintln(w, "Steering: waisteer serve on its bbolt store; each manifest is sent once its decision is fsynced (group commit)")
+	fmt.Fprintf(w, "Steering: waisteer serve behind %s on its bbolt store; each manifest is sent once its decision is fsynced (group commit)\n", r.o.engine)
 	fmt.Fprintf(w, "  %-34s %s\n", "", col(func(run *benchRealRun) string { return fmt.Sprintf("%d pathways", run.n) }))
 	fmt.Fprintf(w, "  %-34s %s\n", "decision (WSD1) / manifest bytes", col(func(run *benchRealRun) string { return fmt.Sprintf("%d / %d", run.decisionBytes, run.manifestBytes) }))
 	fmt.Fprintf(w, "  %-34s %s\n", "decisions/s at saturation", col(func(run *benchRealRun) string { return benchRate(run.served.rate) }))

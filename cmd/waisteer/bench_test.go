@@ -48,7 +48,7 @@ func TestBenchQuick(t *testing.T) {
 	}
 	t.Logf("\n%s", out)
 	for _, want := range []string{
-		"machine ", "Steering: waisteer serve on its bbolt store", "decisions/s at saturation", "server CPU per decision",
+		"machine ", "Steering: waisteer serve behind fasthttp on its bbolt store", "decisions/s at saturation", "server CPU per decision",
 		"latency p50 at half rate", "latency p99 / p999 at half rate", "bytes stored per decision", "decisions per group commit",
 		"(a) bare Ed25519 of the decision", "(c) plain + signature: answers/s", "(b) plain net/http, fixed manifest:",
 		"Records in: POST /v1/rooms/{room}/records", "1 records per POST:", "64 records per POST:",

@@ -87,6 +87,12 @@ func runServe(e *env, args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return openAndServe(ctx, stop, logger, cfg, nil)
+}
+
+// openAndServe opens cfg's store, listens on cfg's address and serves
+// (serveOn) until ctx is done.
+func openAndServe(ctx context.Context, stop func(), logger *slog.Logger, cfg *serveConfig, ready func(url string)) error {
 	st, loads, err := openStore(cfg.dataDir, logger)
 	if err != nil {
 		return err
@@ -96,7 +102,7 @@ func runServe(e *env, args []string) error {
 		st.Close()
 		return err
 	}
-	return serveOn(ctx, stop, logger, ln, cfg, st, loads, nil)
+	return serveOn(ctx, stop, logger, ln, cfg, st, loads, ready)
 }
 
 // newLogger makes the structured logger of -log and -log-level.

@@ -5,13 +5,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/waisteer/waisteer/internal/scenario"
 )
 
 // TestPlainPath: serveFast takes a target only when its path is one that
@@ -183,4 +187,47 @@ func FuzzFastFront(f *testing.F) {
 			sameAnswer(t, raw, s, fa)
 		}
 	})
+}
+
+// TestRecordsPostFraming: a hop's POST is read whatever its framing, behind
+// either engine (TestMain): a chunked body of unknown length, and a body
+// sent only after the server's 100 Continue (as curl sends one over 1 KiB).
+func TestRecordsPostFraming(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 1}, false)
+	url := e.ts.URL + "/v1/rooms/" + e.room() + "/records"
+	body := bytes.Join(e.sc.Records[:4], nil)
+
+	req, err := http.NewRequest("POST", url, io.MultiReader(bytes.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{ExpectContinueTimeout: 5 * time.Second}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	check := func(what string, req *http.Request, records int) {
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		defer resp.Body.Close()
+		var a recordsAnswer
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != http.StatusOK || len(a.Results) != records {
+			t.Fatalf("%s: %s, %d results (%v)", what, resp.Status, len(a.Results), err)
+		}
+		for _, r := range a.Results {
+			if r.Outcome != "accepted" {
+				t.Errorf("%s: %+v", what, r)
+			}
+		}
+	}
+	req.ContentLength = -1 // unknown: net/http's client sends it chunked
+	check("chunked", req, 4)
+
+	body = bytes.Join(e.sc.Records[4:], nil)
+	req, err = http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Expect", "100-continue")
+	check("100-continue", req, len(e.sc.Records)-4)
 }
