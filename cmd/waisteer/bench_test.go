@@ -50,7 +50,7 @@ func TestBenchQuick(t *testing.T) {
 	for _, want := range []string{
 		"machine ", "Steering: waisteer serve behind fasthttp on its bbolt store", "decisions/s at saturation", "server CPU per decision",
 		"latency p50 at half rate", "latency p99 / p999 at half rate", "bytes stored per decision", "decisions per group commit",
-		"(a) bare Ed25519 of the decision", "(c) plain + signature: answers/s", "(b) plain net/http, fixed manifest:",
+		"(a) bare Ed25519 of the decision", "the same on every core at once", "(c) plain + signature: answers/s", "(b) plain net/http, fixed manifest:",
 		"Records in: POST /v1/rooms/{room}/records", "1 records per POST:", "64 records per POST:",
 		"Evidence update after a record", "Memory per live session",
 	} {
