@@ -749,9 +749,20 @@ func benchServeHTTP(b *testing.B, engine string) {
 	b.ReportMetric(float64(fi.Size()-fileBefore)/float64(decisions), "file-B/decision")
 }
 
-// TestServeTLS: with tls_cert and tls_key the server answers HTTPS (and
-// HTTP/2), and stops cleanly when its context ends.
+// TestServeTLS: with tls_cert and tls_key the server answers HTTPS, over
+// HTTP/2 behind net/http (the default under TLS) and HTTP/1.1 behind
+// fasthttp when http.engine asks for it, steers through it, and stops
+// cleanly when its context ends.
 func TestServeTLS(t *testing.T) {
+	for _, c := range []struct{ engine, doc string }{
+		{engineStd, ""},
+		{engineFast, "[http]\nengine = \"fasthttp\"\n"},
+	} {
+		t.Run(strings.ReplaceAll(c.engine, "/", "-"), func(t *testing.T) { testServeTLS(t, c.doc, c.engine == engineStd) })
+	}
+}
+
+func testServeTLS(t *testing.T, httpDoc string, wantHTTP2 bool) {
 	dir := t.TempDir()
 	testRoomFiles(t, dir)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -774,7 +785,7 @@ func TestServeTLS(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 	os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
-	doc := "tls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
+	doc := "tls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n" + httpDoc + "[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
 	cfg, err := parseServeConfig(filepath.Join(dir, "serve.toml"), []byte(doc), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -812,8 +823,17 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+	if resp.StatusCode != http.StatusOK || (resp.ProtoMajor == 2) != wantHTTP2 {
 		t.Errorf("%s over %s", resp.Status, resp.Proto)
+	}
+	resp, err = client.Get(u + "/v1/steer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != server.ManifestType || !bytes.Contains(body, []byte("PATHWAY-PRIORITY")) {
+		t.Errorf("steering over TLS: %s %q %s", resp.Status, resp.Header.Get("Content-Type"), body)
 	}
 	stop()
 	if err := <-served; err != nil {
