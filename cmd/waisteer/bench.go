@@ -163,8 +163,8 @@ type benchReport struct {
 	when     time.Time
 	fsync    time.Duration
 	runs     []*benchRealRun
-	plain    *benchServed   // (b)
-	signing  []*benchServed // (c), by run
+	plain    *benchServed    // (b)
+	signing  []*benchServed  // (c), by run
 	bare     []time.Duration // (a), on one thread
 	bareAll  []time.Duration // (a), on every core at once
 	evidence []benchEvidence
