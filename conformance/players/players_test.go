@@ -454,6 +454,18 @@ func (o *observed) diagnose() string {
 			fmt.Fprintf(&b, "; currentTime %.1f readyState %d paused %v %s, %d frames dropped", s.CurrentTime, s.ReadyState, s.Paused, s.Visibility, s.Dropped)
 		}
 		b.WriteString("\n")
+		var trace []string // the page's own trace, when it keeps one (hlsjs.html)
+		for _, l := range o.lines {
+			for _, e := range l.Events {
+				if l.Page == pg.name && e.Kind == "trace" {
+					trace = append(trace, time.UnixMilli(e.T).Format("15:04:05.000")+" "+strings.Trim(string(e.Detail), `"`))
+				}
+			}
+		}
+		if len(trace) > 0 && (len(ss) == 0 || ss[len(ss)-1].ReadyState < 2) {
+			// It never played: how it started is what tells why.
+			fmt.Fprintf(&b, "    its first events: %s\n", strings.Join(trace[:min(len(trace), 40)], "; "))
+		}
 		n := 0
 		for _, l := range o.lines {
 			if l.Page != pg.name {
