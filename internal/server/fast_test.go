@@ -125,10 +125,7 @@ func sameAnswer(t *testing.T, whole []byte, std, fast fastAnswer) {
 func TestFastSameAnswers(t *testing.T) {
 	std, fast := newFuzzEnv(t, true), newFuzzEnv(t, true)
 	room, pd := std.room(), std.sc.Policy.Digest().String()
-	for _, c := range []struct {
-		method, target, cmcd string
-		body                 []byte
-	}{
+	for _, c := range []fastCase{
 		{"GET", "/v1/steer", "", nil},
 		{"GET", "/v1/steer?_HLS_pathway=a&_HLS_throughput=5000000", "", nil},
 		{"GET", "/v1/steer?_HLS_pathway=a", "bl=30000,mtp=8000", nil},
@@ -151,13 +148,29 @@ func TestFastSameAnswers(t *testing.T) {
 		{"GET", "/nowhere", "", nil},
 	} {
 		raw := rawRequest(c.method, c.target, c.cmcd, c.body)
-		s, ok1 := answerStd(std.get(t), raw)
-		f, ok2 := answerFast(fast.get(t).FastHandler(), raw)
-		if !ok1 || !ok2 {
-			t.Fatalf("%.300q does not read: net/http %v, fasthttp %v", raw, ok1, ok2)
+		if !answerBoth(t, std, fast, raw) {
+			t.Fatalf("%.300q does not read on both", raw)
 		}
+	}
+}
+
+// fastCase is a request of TestFastSameAnswers and of FuzzFastFront's seeds.
+type fastCase struct {
+	method, target, cmcd string
+	body                 []byte
+}
+
+// answerBoth serves raw behind each engine, std's server behind net/http
+// and fast's behind fasthttp, and compares the answers (sameAnswer); it
+// reports false when one of the two does not read raw.
+func answerBoth(t *testing.T, std, fast *fuzzEnv, raw []byte) bool {
+	t.Helper()
+	s, ok1 := answerStd(std.get(t), raw)
+	f, ok2 := answerFast(fast.get(t).FastHandler(), raw)
+	if ok1 && ok2 {
 		sameAnswer(t, raw, s, f)
 	}
+	return ok1 && ok2
 }
 
 // FuzzFastFront: whatever request both net/http and fasthttp read, the
@@ -166,10 +179,7 @@ func TestFastSameAnswers(t *testing.T) {
 func FuzzFastFront(f *testing.F) {
 	std, fast := newFuzzEnv(f, true), newFuzzEnv(f, true)
 	room := std.room()
-	for _, s := range []struct {
-		method, target, cmcd string
-		body                 []byte
-	}{
+	for _, s := range []fastCase{
 		{"GET", "/v1/steer?_HLS_pathway=a", "", nil},
 		{"GET", "/v1/steer?_DASH_pathway=%22c,a%22", "bl=1500, mtp=20000", nil},
 		{"GET", "/v1/st%65er", "", nil},
@@ -180,12 +190,7 @@ func FuzzFastFront(f *testing.F) {
 		f.Add(s.method, s.target, s.cmcd, s.body)
 	}
 	f.Fuzz(func(t *testing.T, method, target, cmcd string, body []byte) {
-		raw := rawRequest(method, target, cmcd, body)
-		s, ok1 := answerStd(std.get(t), raw)
-		fa, ok2 := answerFast(fast.get(t).FastHandler(), raw)
-		if ok1 && ok2 {
-			sameAnswer(t, raw, s, fa)
-		}
+		answerBoth(t, std, fast, rawRequest(method, target, cmcd, body))
 	})
 }
 
