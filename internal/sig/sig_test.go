@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"math/rand/v2"
 	"os"
@@ -287,4 +288,30 @@ func BenchmarkVerify(b *testing.B) {
 			benchSink = checkKey(pub)
 		}
 	})
+}
+
+var signSink byte
+
+// BenchmarkSign compares SignRaw (crypto/ed25519) with circl's Sign on
+// messages of a decision's sizes for 3 and 32 pathways (waisteer bench):
+// the reason SignRaw does not go through circl.
+func BenchmarkSign(b *testing.B) {
+	seed := [SeedSize]byte{9}
+	k, ck := NewPrivateKey(seed), ed25519.NewKeyFromSeed(seed[:])
+	for _, n := range []int{1302, 11771} {
+		msg := make([]byte, n)
+		b.Run(fmt.Sprintf("SignRaw/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s := k.SignRaw(msg)
+				signSink = s[0]
+			}
+		})
+		b.Run(fmt.Sprintf("circl/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				signSink = ed25519.Sign(ck, msg)[0]
+			}
+		})
+	}
 }
