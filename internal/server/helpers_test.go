@@ -76,7 +76,6 @@ type env struct {
 // (fasthttp through FastServer, net/http through Handler).
 var testEngine = "fasthttp"
 
-//
 // A fuzzing run (-fuzz) is one round: the fuzz targets call the handlers
 // themselves, and the fuzzing engine's processes expect one.
 func TestMain(m *testing.M) {
