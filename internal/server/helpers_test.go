@@ -76,6 +76,7 @@ type env struct {
 // (fasthttp through FastServer, net/http through Handler).
 var testEngine = "fasthttp"
 
+// TestMain runs the package's tests once behind each engine (testEngine).
 // A fuzzing run (-fuzz) is one round: the fuzz targets call the handlers
 // themselves, and the fuzzing engine's processes expect one.
 func TestMain(m *testing.M) {
