@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -280,9 +281,26 @@ type demoManifest struct {
 
 // demoSteer makes one steering request and reads the manifest.
 func demoSteer(ctx context.Context, client *http.Client, target string) (*demoManifest, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	b, err := demoDo(ctx, client, http.MethodGet, target, nil, http.StatusOK)
 	if err != nil {
 		return nil, err
+	}
+	return readManifest(b)
+}
+
+// demoDo sends a request (a body of records when body is not nil) and
+// returns the answer's body, at most 1 MiB, refusing a status not in ok.
+func demoDo(ctx context.Context, client *http.Client, method, target string, body []byte, ok ...int) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/octet-stream")
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -293,10 +311,10 @@ func demoSteer(ctx context.Context, client *http.Client, target string) (*demoMa
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", target, resp.Status, bytes.TrimSpace(b))
+	if !slices.Contains(ok, resp.StatusCode) {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, target, resp.Status, bytes.TrimSpace(b))
 	}
-	return readManifest(b)
+	return b, nil
 }
 
 func readManifest(b []byte) (*demoManifest, error) {
@@ -574,22 +592,9 @@ func postRecords(ctx context.Context, client *http.Client, target string, body [
 
 // postRecordsResults posts records and returns the server's results.
 func postRecordsResults(ctx context.Context, client *http.Client, target string, body []byte) ([]postResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	b, err := demoDo(ctx, client, http.MethodPost, target, body, http.StatusOK, http.StatusUnprocessableEntity)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnprocessableEntity {
-		return nil, fmt.Errorf("POST %s: %s: %s", target, resp.Status, bytes.TrimSpace(b))
 	}
 	var out struct {
 		Results []postResult `json:"results"`
