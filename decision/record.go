@@ -74,21 +74,9 @@ func Parse(b []byte) (*Decision, error) {
 		p := &d.Pathways[i]
 		p.Load = r.U32()
 		p.Limits = Limits(r.U8())
-		p.Status = evidence.Status(r.U8())
-		p.Class = evidence.Class(r.U8())
-		p.Joules = r.U128()
-		p.Delivery = r.U128()
-		k := int(r.U8())
-		if r.Len() < k*sig.HashSize {
-			r.Bytes(k * sig.HashSize) // the count announces more than remains: check 4
-			break
-		}
-		s := len(all)
-		for range k {
-			all = append(all, sig.Hash(r.Bytes(sig.HashSize)))
-		}
-		if k > 0 {
-			p.Records = all[s:len(all):len(all)]
+		var ok bool
+		if all, ok = evidence.ReadPathway(r, &p.Pathway, all); !ok {
+			break // the count announces more than remains: check 4
 		}
 	}
 
@@ -305,13 +293,8 @@ func AppendBody(dst []byte, d *Decision) []byte {
 	for i := range d.Pathways {
 		p := &d.Pathways[i]
 		dst = wire.AppendU32(dst, p.Load)
-		dst = append(dst, uint8(p.Limits), uint8(p.Status), uint8(p.Class))
-		dst = wire.AppendU128(dst, p.Joules)
-		dst = wire.AppendU128(dst, p.Delivery)
-		dst = append(dst, uint8(len(p.Records)))
-		for j := range p.Records {
-			dst = append(dst, p.Records[j][:]...)
-		}
+		dst = append(dst, uint8(p.Limits))
+		dst = evidence.AppendPathway(dst, &p.Pathway)
 	}
 	dst = wire.AppendU32(dst, d.TTL)
 	dst = append(dst, uint8(d.Reason))

@@ -36,14 +36,7 @@ func AppendEvidence(dst []byte, ev []evidence.Pathway) []byte {
 	dst = slices.Grow(dst, EvidenceSize(ev))
 	dst = append(dst, formatVersion, uint8(len(ev)))
 	for i := range ev {
-		p := &ev[i]
-		dst = append(dst, uint8(p.Status), uint8(p.Class))
-		dst = wire.AppendU128(dst, p.Joules)
-		dst = wire.AppendU128(dst, p.Delivery)
-		dst = append(dst, uint8(len(p.Records)))
-		for j := range p.Records {
-			dst = append(dst, p.Records[j][:]...)
-		}
+		dst = evidence.AppendPathway(dst, &ev[i])
 	}
 	return dst
 }
@@ -77,22 +70,9 @@ func DecodeEvidence(body []byte) ([]evidence.Pathway, error) {
 		all = make([]sig.Hash, 0, r.Len()/sig.HashSize)
 	}
 	for i := 0; i < n && !r.Short(); i++ {
-		p := &ev[i]
-		p.Status = evidence.Status(r.U8())
-		p.Class = evidence.Class(r.U8())
-		p.Joules = r.U128()
-		p.Delivery = r.U128()
-		k := int(r.U8())
-		if r.Len() < k*sig.HashSize {
-			r.Bytes(k * sig.HashSize) // the count announces more than remains
-			break
-		}
-		s := len(all)
-		for range k {
-			all = append(all, sig.Hash(r.Bytes(sig.HashSize)))
-		}
-		if k > 0 {
-			p.Records = all[s:len(all):len(all)]
+		var ok bool
+		if all, ok = evidence.ReadPathway(r, &ev[i], all); !ok {
+			break // the count announces more than remains
 		}
 	}
 	if err := r.Finish("evidence snapshot"); err != nil {
