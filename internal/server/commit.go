@@ -48,9 +48,7 @@ type committer struct {
 	metrics  *metrics
 	log      *slog.Logger
 
-	in      chan *commitJob
-	mu      sync.RWMutex // held for reading while sending on in; for writing to close it
-	closed  bool
+	in      inbox[*commitJob]
 	pending atomic.Int64 // requests decided or deciding and not yet handed over
 	failing atomic.Bool  // the last group failed
 	done    chan struct{}
@@ -60,7 +58,7 @@ type committer struct {
 }
 
 func newCommitter(st store.Store, interval time.Duration, m *metrics, log *slog.Logger) *committer {
-	return &committer{st: st, interval: interval, metrics: m, log: log, in: make(chan *commitJob, maxGroup), done: make(chan struct{})}
+	return &committer{st: st, interval: interval, metrics: m, log: log, in: newInbox[*commitJob](maxGroup), done: make(chan struct{})}
 }
 
 // commit hands a decision to the committer and waits until it is durable.
@@ -69,15 +67,11 @@ func newCommitter(st store.Store, interval time.Duration, m *metrics, log *slog.
 // is then left to the garbage collector, since the committer will still
 // answer on it.
 func (c *committer) commit(ctx context.Context, j *commitJob) error {
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
-		c.pending.Add(-1)
+	sent := c.in.send(j)
+	c.pending.Add(-1)
+	if !sent {
 		return errClosed
 	}
-	c.in <- j
-	c.pending.Add(-1)
-	c.mu.RUnlock()
 	select {
 	case err := <-j.done:
 		return err
@@ -88,14 +82,7 @@ func (c *committer) commit(ctx context.Context, j *commitJob) error {
 
 // close stops taking decisions; run commits those already handed over and
 // returns.
-func (c *committer) close() {
-	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		close(c.in)
-	}
-	c.mu.Unlock()
-}
+func (c *committer) close() { c.in.close() }
 
 // run gathers groups and writes them until close.
 func (c *committer) run() {
@@ -106,7 +93,7 @@ func (c *committer) run() {
 	var last time.Time // when the last write began
 	lastSize := 0
 	for {
-		j, ok := <-c.in
+		j, ok := <-c.in.ch
 		if !ok {
 			return
 		}
@@ -120,7 +107,7 @@ func (c *committer) run() {
 	gather:
 		for len(group) < maxGroup {
 			select {
-			case j, ok := <-c.in:
+			case j, ok := <-c.in.ch:
 				if !ok {
 					open = false
 					break gather
@@ -142,7 +129,7 @@ func (c *committer) run() {
 			}
 			timer.Reset(wait)
 			select {
-			case j, ok := <-c.in:
+			case j, ok := <-c.in.ch:
 				timer.Stop()
 				if !ok {
 					open = false
@@ -212,28 +199,22 @@ type recordJob struct {
 // at once. A record given twice in a group is stored once, the later
 // answered as a duplicate, as if the POSTs had been written one by one.
 type recordCommitter struct {
-	st     store.Store
-	in     chan *recordJob
-	mu     sync.RWMutex // as committer's
-	closed bool
-	done   chan struct{}
+	st   store.Store
+	in   inbox[*recordJob]
+	done chan struct{}
 }
 
 func newRecordCommitter(st store.Store) *recordCommitter {
-	return &recordCommitter{st: st, in: make(chan *recordJob, 64), done: make(chan struct{})}
+	return &recordCommitter{st: st, in: newInbox[*recordJob](64), done: make(chan struct{})}
 }
 
 // put hands rs to the committer and waits until they are durable, and
 // reports for each whether it was new (Store.PutRecords).
 func (c *recordCommitter) put(ctx context.Context, rs []store.Record) ([]bool, error) {
 	j := &recordJob{rs: rs, done: make(chan struct{})}
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
+	if !c.in.send(j) {
 		return nil, errClosed
 	}
-	c.in <- j
-	c.mu.RUnlock()
 	select {
 	case <-j.done:
 		return j.added, j.err
@@ -242,13 +223,37 @@ func (c *recordCommitter) put(ctx context.Context, rs []store.Record) ([]bool, e
 	}
 }
 
-func (c *recordCommitter) close() {
-	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		close(c.in)
+func (c *recordCommitter) close() { c.in.close() }
+
+// inbox is a committer's channel of jobs, closed once: a job sent after
+// the close is refused, never a send on a closed channel.
+type inbox[T any] struct {
+	ch     chan T
+	mu     sync.RWMutex // held for reading while sending on ch; for writing to close it
+	closed bool
+}
+
+func newInbox[T any](n int) inbox[T] { return inbox[T]{ch: make(chan T, n)} }
+
+// send hands j over, and reports false when the inbox is closed.
+func (b *inbox[T]) send(j T) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return false
 	}
-	c.mu.Unlock()
+	b.ch <- j
+	return true
+}
+
+// close closes the channel, once; the receiver takes what was sent.
+func (b *inbox[T]) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		close(b.ch)
+	}
 }
 
 // run writes groups until close.
@@ -256,12 +261,12 @@ func (c *recordCommitter) run() {
 	defer close(c.done)
 	var group []*recordJob
 	var all []store.Record
-	for j := range c.in {
+	for j := range c.in.ch {
 		group, all = append(group[:0], j), append(all[:0], j.rs...)
 	gather:
 		for len(all) < maxRecordGroup {
 			select {
-			case j, ok := <-c.in:
+			case j, ok := <-c.in.ch:
 				if !ok {
 					break gather
 				}
