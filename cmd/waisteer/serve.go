@@ -22,7 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -163,13 +163,13 @@ func serveOn(ctx context.Context, stop func(), logger *slog.Logger, ln net.Liste
 		ln.Close()
 		return err
 	}
-	front := newFront(cfg, srv, logger)
+	front := newFront(cfg, srv, logger, ln)
 	scheme := "http"
 	if cfg.tls != nil {
 		scheme = "https"
 	}
 	served := make(chan error, 1)
-	go func() { served <- front.serve(ln) }()
+	go func() { served <- front.serve() }()
 	u := scheme + "://" + ln.Addr().String()
 	logger.Info("listening", "url", u, "rooms", len(cfg.server.Rooms), "engine", cfg.http.engine)
 	if ready != nil {
@@ -217,56 +217,38 @@ const (
 
 // front is the HTTP server in front of the steering server.
 type front struct {
-	serve    func(net.Listener) error // returns http.ErrServerClosed, or nil, once shut down
+	serve    func() error // returns http.ErrServerClosed, or nil, once shut down
 	shutdown func(context.Context) error
 	close    func()
 }
 
-// newFront makes the HTTP server of cfg's engine for srv.
-func newFront(cfg *serveConfig, srv *server.Server, logger *slog.Logger) front {
+// newFront makes the HTTP server of cfg's engine for srv, on ln.
+func newFront(cfg *serveConfig, srv *server.Server, logger *slog.Logger, ln net.Listener) front {
 	if cfg.http.engine == engineFast {
 		fs := srv.FastServer(server.FastLimits{
 			ReadHeaderTimeout: cfg.http.readHeaderTimeout, ReadTimeout: cfg.http.readTimeout,
 			WriteTimeout: cfg.http.writeTimeout, IdleTimeout: cfg.http.idleTimeout,
 			MaxHeaderBytes: cfg.http.maxHeaderBytes, Logger: logger,
 		})
+		if cfg.tls != nil {
+			ln = tls.NewListener(ln, cfg.tls)
+		}
 		// fasthttp's Shutdown closes only the listeners Serve has taken
-		// up: one that comes before is kept here, and closed too.
-		var (
-			mu       sync.Mutex
-			listener net.Listener
-			shut     bool
-		)
+		// up, so the listener is closed here too: a Serve that had not
+		// begun then returns at once.
+		var shut atomic.Bool
 		return front{
-			serve: func(ln net.Listener) error {
-				if cfg.tls != nil {
-					ln = tls.NewListener(ln, cfg.tls)
-				}
-				mu.Lock()
-				listener = ln
-				closed := shut
-				mu.Unlock()
-				if closed {
-					ln.Close()
-					return http.ErrServerClosed
-				}
+			serve: func() error {
 				err := fs.Serve(ln)
-				mu.Lock()
-				defer mu.Unlock()
-				if shut {
+				if shut.Load() {
 					return http.ErrServerClosed
 				}
 				return err
 			},
 			shutdown: func(ctx context.Context) error {
-				mu.Lock()
-				shut = true
-				ln := listener
-				mu.Unlock()
+				shut.Store(true)
 				err := fs.ShutdownWithContext(ctx)
-				if ln != nil {
-					ln.Close() // already closed when Serve had begun
-				}
+				ln.Close()
 				return err
 			},
 			// After a shutdown that timed out: the requests left are
@@ -284,7 +266,7 @@ func newFront(cfg *serveConfig, srv *server.Server, logger *slog.Logger) front {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	return front{
-		serve: func(ln net.Listener) error {
+		serve: func() error {
 			if cfg.tls != nil {
 				// ServeTLS, not Serve on a TLS listener: it offers HTTP/2 too.
 				hs.TLSConfig = cfg.tls
