@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,7 +148,7 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 		return false
 	}
 	target := string(raw)
-	path, query, _ := cutByte(target, '?')
+	path, query, _ := strings.Cut(target, "?")
 	h, ok, aerr := s.routes.Load().steerHub(path, query)
 	if !ok {
 		return false
@@ -171,16 +172,6 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 // cmcdRequest is the header CMCD's request keys come in (CTA-5004-B), as
 // net/http and fasthttp spell header names.
 const cmcdRequest = "Cmcd-Request"
-
-// cutByte is strings.Cut on one byte.
-func cutByte(s string, sep byte) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}
 
 // plainPath reports whether p is an absolute path of characters that
 // net/http's URL.EscapedPath gives back as they are (RFC 3986 unreserved
