@@ -50,11 +50,9 @@ func (r *Record) InWindow(a, b uint64) bool { return a <= r.Start && r.End <= b 
 // Recompute gives pathway i's evidence from exactly the records named for it,
 // as a verifier does (§9.1 step 5): its status, class, J and D (§5.3, §5.4),
 // with Records the digests of named. The records must be those §9.1 step 4
-// accepts, and Recompute refuses any other list with step 4's code:
-// evidence_not_on_pathway for a record of a hop not on the pathway,
-// evidence_outside_window for one not in [a, b), decision_invalid for names
-// out of §5.2's order (a later hop of the pathway, or the same hop and a later
-// start) or more than MaxNamed of them. Its errors carry no place.
+// accepts (Naming), and Recompute refuses any other list with step 4's code,
+// or decision_invalid for more than MaxNamed of them. Its errors carry no
+// place.
 func Recompute(p *policy.Policy, i int, a, b uint64, named []Entry) (Pathway, error) {
 	if i < 0 || i >= len(p.Pathways) {
 		return Pathway{}, fmt.Errorf("evidence: pathway %d of a policy of %d", i, len(p.Pathways))
@@ -62,27 +60,56 @@ func Recompute(p *policy.Policy, i int, a, b uint64, named []Entry) (Pathway, er
 	if len(named) > MaxNamed {
 		return Pathway{}, reason.New(reason.DecisionInvalid, "%d records named under pathway %d, more than %d", len(named), i, MaxNamed)
 	}
-	hops := p.Pathways[i].Hops
-	h := 0 // the hop of the record before, by its index in the pathway
+	nm := NewNaming(p, i, a, b)
 	for k, e := range named {
-		r := e.Record
-		if r == nil {
+		if e.Record == nil {
 			return Pathway{}, fmt.Errorf("evidence: record %d of pathway %d is nil", k, i)
 		}
-		j := hopIndex(hops, r.Hop)
-		if j < 0 { // §9.1 step 4.4
-			return Pathway{}, reason.New(reason.EvidenceNotOnPathway, "record %d's hop %s is not a hop of pathway %d", k, r.Hop, i)
+		if err := nm.Next(e.Record); err != nil {
+			return Pathway{}, err
 		}
-		if !r.InWindow(a, b) { // §9.1 step 4.5
-			return Pathway{}, reason.New(reason.EvidenceOutsideWindow, "record %d spans [%d, %d), not in the window [%d, %d)", k, r.Start, r.End, a, b)
-		}
-		// §9.1 step 4.6: a later hop, or the same hop and a later start.
-		if k > 0 && (j < h || j == h && r.Start <= named[k-1].Record.Start) {
-			return Pathway{}, reason.New(reason.DecisionInvalid, "record %d of pathway %d does not follow the one before it in §5.2's order", k, i)
-		}
-		h = j
 	}
 	return figure(p, i, a, b, named), nil
+}
+
+// A Naming checks, one record at a time, the list of records a decision names
+// under one pathway: §9.1 steps 4.4 to 4.6, which a verifier runs for each
+// record before the next (after 4.1 to 4.3, Room.ReadRecord), and which
+// Recompute runs over a whole list.
+type Naming struct {
+	pathway int
+	hops    []policy.Hop
+	a, b    uint64
+	k       int    // records checked so far
+	hop     int    // the hop of the last, by its index in the pathway
+	start   uint64 // the last one's start
+}
+
+// NewNaming starts the checks of the records named under pathway i of p, for
+// a decision whose window is [a, b) (§5.1).
+func NewNaming(p *policy.Policy, i int, a, b uint64) Naming {
+	return Naming{pathway: i, hops: p.Pathways[i].Hops, a: a, b: b}
+}
+
+// Next checks the next record named: its hop is a hop of the pathway (4.4,
+// evidence_not_on_pathway); it is in the window (4.5,
+// evidence_outside_window); and it follows the record named before it in
+// §5.2's order, a later hop of the pathway or the same hop and a later start
+// (4.6, decision_invalid).
+func (nm *Naming) Next(r *Record) error {
+	j := hopIndex(nm.hops, r.Hop)
+	if j < 0 {
+		return reason.New(reason.EvidenceNotOnPathway, "its hop %s is not a hop of pathway %d", r.Hop, nm.pathway)
+	}
+	if !r.InWindow(nm.a, nm.b) {
+		return reason.New(reason.EvidenceOutsideWindow, "it spans [%d, %d), the window is [%d, %d)", r.Start, r.End, nm.a, nm.b)
+	}
+	if nm.k > 0 && (j < nm.hop || j == nm.hop && r.Start <= nm.start) {
+		return reason.New(reason.DecisionInvalid, "it does not follow the record named before it under pathway %d in §5.2's order", nm.pathway)
+	}
+	nm.k++
+	nm.hop, nm.start = j, r.Start
+	return nil
 }
 
 // hopIndex is the index of key among hops, or -1. A policy lists each hop

@@ -201,39 +201,22 @@ func checkRecords(rm *room.Room, p *policy.Policy, d *decision.Decision, given [
 		}
 	}
 	a, b := evidence.PolicyWindow(p, d.T)
-	roomID := rm.ID()
 	named := make([][]evidence.Entry, len(d.Pathways))
 	for pi := range d.Pathways {
-		hops := p.Pathways[pi].Hops
-		prevHop, prevStart := -1, uint64(0)
+		nm := evidence.NewNaming(p, pi, a, b)
 		for i, h := range d.Pathways[pi].Records {
 			place := PlaceEvidence(pi, i)
 			raw, ok := byDigest[h]
 			if !ok { // 4.1
 				return nil, reason.At(place, reason.New(reason.RecordMissing, "no record given has the digest %s", h))
 			}
-			r, err := evidence.ParseRecord(raw) // 4.2
+			r, err := rm.ReadRecord(raw) // 4.2 and 4.3
 			if err == nil {
-				err = r.Check(roomID)
-			}
-			if err == nil { // 4.3
-				err = rm.MaySignRecord(r.Hop, r.Class)
+				err = nm.Next(r) // 4.4 to 4.6
 			}
 			if err != nil {
 				return nil, reason.At(place, err)
 			}
-			j := slices.IndexFunc(hops, func(hop policy.Hop) bool { return hop.Key == r.Hop })
-			if j < 0 { // 4.4
-				return nil, reason.At(place, reason.New(reason.EvidenceNotOnPathway, "its hop %s is not a hop of pathway %d", r.Hop, pi))
-			}
-			if !r.InWindow(a, b) { // 4.5
-				return nil, reason.At(place, reason.New(reason.EvidenceOutsideWindow, "it spans [%d, %d), the window is [%d, %d)", r.Start, r.End, a, b))
-			}
-			// 4.6: a later hop of the pathway, or the same hop and a later start.
-			if i > 0 && (j < prevHop || j == prevHop && r.Start <= prevStart) {
-				return nil, reason.At(place, reason.New(reason.DecisionInvalid, "it does not follow the record named before it in §5.2's order"))
-			}
-			prevHop, prevStart = j, r.Start
 			named[pi] = append(named[pi], evidence.Entry{Digest: h, Record: r})
 		}
 	}

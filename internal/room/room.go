@@ -258,3 +258,24 @@ func missing(g grants) string {
 	}
 	return s
 }
+
+// ReadRecord reads a per-hop record of the room and checks its hop may sign
+// it: §9.1 steps 4.2 and 4.3, which a hop's POST, a server rebuilding its
+// evidence from its store and a verifier all run, in this order. The record
+// reads (COMPANION §5: §1's codes, energy_invalid, record_invalid), is of
+// this room (wrong_room), its signature verifies (bad_key, bad_signature),
+// and the room's key log lets its hop sign a record of its class
+// (MaySignRecord: hop_not_authorised, hop_revoked).
+func (r *Room) ReadRecord(raw []byte) (*evidence.Record, error) {
+	rec, err := evidence.ParseRecord(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.Check(r.ID()); err != nil {
+		return nil, err
+	}
+	if err := r.MaySignRecord(rec.Hop, rec.Class); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
@@ -54,28 +55,28 @@ func (s *Server) serveDecision(w http.ResponseWriter, r *http.Request, hexDigest
 }
 
 // decisionBytes rebuilds a stored decision's WSD1 bytes.
-func (s *Server) decisionBytes(ctx context.Context, digest sig.Hash) ([]byte, *apiError) {
+func (s *Server) decisionBytes(ctx context.Context, digest sig.Hash) ([]byte, *api.Error) {
 	row, err := s.st.Decision(ctx, digest)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fail(codeNotFound, "no decision %s", digest)
+		return nil, api.Errorf(api.NotFound, "no decision %s", digest)
 	}
 	if err != nil {
-		return nil, fail(codeStore, "reading decision %s: %v", digest, err)
+		return nil, api.Errorf(api.StoreUnavailable, "reading decision %s: %v", digest, err)
 	}
 	p, err := s.policyOf(ctx, row.Policy)
 	if err != nil {
-		return nil, fail(codeInternal, "decision %s: its policy %s: %v", digest, row.Policy, err)
+		return nil, api.Errorf(api.Internal, "decision %s: its policy %s: %v", digest, row.Policy, err)
 	}
 	body, err := s.st.EvidenceSnapshot(ctx, row.Evidence)
 	if err != nil {
-		return nil, fail(codeInternal, "decision %s: its evidence snapshot %s: %v", digest, row.Evidence, err)
+		return nil, api.Errorf(api.Internal, "decision %s: its evidence snapshot %s: %v", digest, row.Evidence, err)
 	}
 	b, err := store.Rebuild(p, row.Policy, row, body)
 	if err != nil {
 		// Never served: bytes whose digest is not the one stored would
 		// not be the decision the manifest named.
 		s.log.Error("a stored decision does not rebuild", "digest", digest.String(), "err", err)
-		return nil, fail(codeInternal, "decision %s does not rebuild to its digest", digest)
+		return nil, api.Errorf(api.Internal, "decision %s does not rebuild to its digest", digest)
 	}
 	return b, nil
 }
@@ -114,9 +115,9 @@ func (s *Server) serveStored(w http.ResponseWriter, r *http.Request, what string
 	b, err := get(r.Context(), digest)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, fail(codeNotFound, "no %s %s", what, digest))
+		writeError(w, api.Errorf(api.NotFound, "no %s %s", what, digest))
 	case err != nil:
-		writeError(w, fail(codeStore, "reading %s %s: %v", what, digest, err))
+		writeError(w, api.Errorf(api.StoreUnavailable, "reading %s %s: %v", what, digest, err))
 	default:
 		writeSigned(w, b, immutable)
 	}
@@ -136,7 +137,7 @@ func (s *Server) serveRecord(w http.ResponseWriter, r *http.Request) {
 
 // roomBytes finds a room's descriptor and head: a steered room's current
 // ones, or those the store holds of a room no longer configured.
-func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *apiError) {
+func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *api.Error) {
 	id, aerr := digestOf(r.PathValue("room"))
 	if aerr != nil {
 		return nil, nil, aerr
@@ -148,7 +149,7 @@ func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *apiError) 
 	if a, ok := s.archived[id]; ok {
 		return a.Descriptor, a.KeyLogHead, nil
 	}
-	return nil, nil, fail(codeUnknownRoom, "the server holds no room %s", id)
+	return nil, nil, api.Errorf(api.UnknownRoom, "the server holds no room %s", id)
 }
 
 // serveDescriptor answers GET /v1/rooms/{room}/descriptor: the room's
@@ -181,7 +182,7 @@ func (s *Server) serveKeyLog(w http.ResponseWriter, r *http.Request) {
 	}
 	_, head, aerr := s.roomBytes(r)
 	if aerr == nil && head == nil {
-		aerr = fail(codeNoKeyLog, "the room names no origin, and so has no key log (COMPANION §4)")
+		aerr = api.Errorf(api.NoKeyLog, "the room names no origin, and so has no key log (COMPANION §4)")
 	}
 	if aerr != nil {
 		writeError(w, aerr)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/waisteer/waisteer/internal/api"
 )
 
 // FastHandler serves the routes of Handler on fasthttp, for a plain HTTP/1.1
@@ -83,7 +85,7 @@ func (s *Server) FastServer(l FastLimits) *fasthttp.Server {
 		ErrorHandler: func(c *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 				w := &fastWriter{c: c, h: make(http.Header, 4)}
-				writeError(w, fail(codeBodyTooLarge, "the body is over the %d bytes any route reads", maxBody))
+				writeError(w, api.Errorf(api.BodyTooLarge, "the body is over the %d bytes any route reads", maxBody))
 				c.SetConnectionClose()
 				drainBody(c.Conn())
 				return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/scenario"
 )
 
@@ -215,7 +216,7 @@ func TestRecordsPostFraming(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		defer resp.Body.Close()
-		var a recordsAnswer
+		var a api.RecordsAnswer
 		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != http.StatusOK || len(a.Results) != records {
 			t.Fatalf("%s: %s, %d results (%v)", what, resp.Status, len(a.Results), err)
 		}

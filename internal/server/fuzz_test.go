@@ -13,6 +13,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
@@ -178,7 +179,7 @@ func FuzzRecordsPost(f *testing.F) {
 		if w.Code != http.StatusOK && w.Code != http.StatusUnprocessableEntity {
 			t.Fatalf("status %d: %s", w.Code, w.Body)
 		}
-		var a recordsAnswer
+		var a api.RecordsAnswer
 		if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +278,7 @@ func FuzzAnyRequest(f *testing.F) {
 		}
 		if w.Code >= 400 && r.Method != "HEAD" {
 			var eb errorBody
-			var ra recordsAnswer // a hop's POST answers each record
+			var ra api.RecordsAnswer // a hop's POST answers each record
 			if json.Unmarshal(w.Body.Bytes(), &eb) != nil || eb.Error == "" &&
 				(w.Code != http.StatusUnprocessableEntity || json.Unmarshal(w.Body.Bytes(), &ra) != nil || len(ra.Results) == 0) {
 				t.Fatalf("%s %s: %d with body %q", r.Method, r.RequestURI, w.Code, w.Body)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
@@ -238,14 +239,14 @@ func wantError(t testing.TB, what string, resp *http.Response, body []byte, stat
 }
 
 // postRecords posts records back to back and checks the status.
-func (e *env) postRecords(rs [][]byte, status int) recordsAnswer {
+func (e *env) postRecords(rs [][]byte, status int) api.RecordsAnswer {
 	e.t.Helper()
 	resp, b := e.do("POST", "/v1/rooms/"+e.room()+"/records", bytes.Join(rs, nil),
 		http.Header{"Content-Type": {"application/octet-stream"}})
 	if resp.StatusCode != status {
 		e.t.Fatalf("POST records: status %d, want %d: %s", resp.StatusCode, status, b)
 	}
-	var a recordsAnswer
+	var a api.RecordsAnswer
 	if err := json.Unmarshal(b, &a); err != nil {
 		e.t.Fatalf("POST records: %v: %s", err, b)
 	}
@@ -404,4 +405,11 @@ func newClock(t uint64) *atomic.Uint64 {
 	c := new(atomic.Uint64)
 	c.Store(t)
 	return c
+}
+
+// errorBody is a refusal's JSON body as the tests read it from the wire
+// (api's doc comment gives the shape).
+type errorBody struct {
+	Error  string `json:"error"`
+	Detail string `json:"detail"`
 }

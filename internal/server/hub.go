@@ -8,6 +8,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -50,6 +51,7 @@ type hub struct {
 	decisions string
 
 	accepted, duplicates atomic.Uint64
+	offPolicy            atomic.Uint64 // records accepted whose hop is in no pathway of the policy
 	refused              counterMap[string]
 }
 
@@ -62,7 +64,8 @@ type roomState struct {
 	policy     *policy.Policy
 	digest     sig.Hash // the policy's (§3.4)
 	writer     *decision.ManifestWriter
-	ids        []string // the pathways' ids in the policy's order
+	ids        []string              // the pathways' ids in the policy's order
+	hops       map[sig.PublicKey]int // each hop's pathway (§3.3: a hop belongs to one)
 	steer      []steerRoute
 	decisions  string // the path (and query) prefix of the policy's decision_uri (§8.4)
 
@@ -77,6 +80,12 @@ type roomState struct {
 		n int
 		v []string
 	}
+}
+
+// pathwayOf is the index of the pathway whose hops include hop.
+func (st *roomState) pathwayOf(hop sig.PublicKey) (int, bool) {
+	i, ok := st.hops[hop]
+	return i, ok
 }
 
 // contentLength is the Content-Length value of a manifest of n bytes, nil
@@ -109,7 +118,7 @@ func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer s
 		return nil, err
 	}
 	if err := rm.MaySignDecision(signer, hopClasses(rm, p)); err != nil {
-		return nil, fail(codeSteeringKey, "the steering key %s may not sign the decisions of policy %s under this key log: %v", signer, p.Digest(), err)
+		return nil, api.Errorf(api.SteeringKey, "the steering key %s may not sign the decisions of policy %s under this key log: %v", signer, p.Digest(), err)
 	}
 	st := &roomState{
 		room:       rm,
@@ -119,6 +128,12 @@ func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer s
 		digest:     p.Digest(),
 		writer:     decision.NewManifestWriter(p),
 		ids:        p.IDs(),
+		hops:       map[sig.PublicKey]int{},
+	}
+	for i := range p.Pathways {
+		for _, hp := range p.Pathways[i].Hops {
+			st.hops[hp.Key] = i
+		}
 	}
 	var err error
 	if st.steer, st.decisions, err = policyRoutes(p); err != nil {
@@ -178,13 +193,7 @@ func (h *hub) loadIndex(ctx context.Context, st *roomState, now uint64) (*eviden
 	x := evidence.NewIndex()
 	dropped := 0
 	err := h.s.st.Records(ctx, h.id, since(st.policy, now), func(sr store.Record) error {
-		rec, err := evidence.ParseRecord(sr.Raw)
-		if err == nil {
-			err = rec.Check(h.id)
-		}
-		if err == nil {
-			err = st.room.MaySignRecord(rec.Hop, rec.Class)
-		}
+		rec, err := st.room.ReadRecord(sr.Raw)
 		if err != nil {
 			dropped++
 			return nil
@@ -274,7 +283,7 @@ func (h *hub) publishable(st *roomState, r *decision.Ranking) (*ranked, error) {
 		}
 	}
 	if err := st.room.MaySignDecision(h.signer, classes); err != nil {
-		return nil, fail(codeSteeringKey, "the ranking states figures the steering key may not sign: %v", err)
+		return nil, api.Errorf(api.SteeringKey, "the ranking states figures the steering key may not sign: %v", err)
 	}
 	return &ranked{st: st, r: r, snapshot: store.EncodeEvidence(ev)}, nil
 }

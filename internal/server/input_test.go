@@ -63,7 +63,7 @@ func TestRecordsRefused(t *testing.T) {
 	}
 	for i, w := range want {
 		r := a.Results[i]
-		if r.Index != i || r.Outcome != w.outcome || r.Refused != w.refused {
+		if r.Index != i || r.Outcome != w.outcome || string(r.Refused) != w.refused {
 			t.Errorf("record %d: %+v, want %+v", i, r, w)
 		}
 		if w.refused != "" && r.Detail == "" {

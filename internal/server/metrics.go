@@ -15,6 +15,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/api"
 )
 
 // The metrics are written by hand in the Prometheus text exposition format
@@ -170,7 +171,7 @@ func newMetrics() *metrics {
 type statusWriter struct {
 	http.ResponseWriter
 	status  int
-	refusal *apiError // what writeError wrote, for the log
+	refusal *api.Error // what writeError wrote, for the log
 }
 
 func (w *statusWriter) WriteHeader(s int) {
@@ -289,6 +290,10 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	for _, h := range hubs {
 		fmt.Fprintf(&b, "waisteer_records_total{room=\"%s\",outcome=\"accepted\"} %d\n", h.id, h.accepted.Load())
 		fmt.Fprintf(&b, "waisteer_records_total{room=\"%s\",outcome=\"duplicate\"} %d\n", h.id, h.duplicates.Load())
+	}
+	b.WriteString("# HELP waisteer_records_off_policy_total Per-hop records accepted whose hop is in no pathway of the room's active policy.\n# TYPE waisteer_records_off_policy_total counter\n")
+	for _, h := range hubs {
+		fmt.Fprintf(&b, "waisteer_records_off_policy_total{room=\"%s\"} %d\n", h.id, h.offPolicy.Load())
 	}
 	b.WriteString("# HELP waisteer_records_refused_total Per-hop records refused, by room and refusal code.\n# TYPE waisteer_records_refused_total counter\n")
 	for _, h := range hubs {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/policy"
@@ -21,20 +22,20 @@ import (
 func (s *Server) operator(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Cache-Control", "no-store")
 	if len(s.token) == 0 {
-		writeError(w, fail(codeOperatorDisabled, "the server has no operator token: operator routes are disabled"))
+		writeError(w, api.Errorf(api.OperatorDisabled, "the server has no operator token: operator routes are disabled"))
 		return false
 	}
 	auth := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waisteer operator"`)
-		writeError(w, fail(codeTokenMissing, "operator routes need Authorization: Bearer TOKEN"))
+		writeError(w, api.Errorf(api.TokenMissing, "operator routes need Authorization: Bearer TOKEN"))
 		return false
 	}
 	got, want := sha256.Sum256([]byte(tok)), sha256.Sum256(s.token)
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waisteer operator", error="invalid_token"`)
-		writeError(w, fail(codeTokenInvalid, "the bearer token is not the operator's"))
+		writeError(w, api.Errorf(api.TokenInvalid, "the bearer token is not the operator's"))
 		return false
 	}
 	return true
@@ -56,7 +57,7 @@ func (s *Server) operatorBody(w http.ResponseWriter, r *http.Request, limit int6
 		body, aerr = readBody(w, r, limit)
 	}
 	if aerr == nil && len(body) == 0 {
-		aerr = fail(codeEmptyBody, "the body is empty")
+		aerr = api.Errorf(api.EmptyBody, "the body is empty")
 	}
 	if aerr != nil {
 		writeError(w, aerr)
@@ -93,19 +94,19 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := policy.Parse(body)
 	if err != nil {
-		writeError(w, refusal(err))
+		writeError(w, api.From(err))
 		return
 	}
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
 	cur := h.state.Load()
 	if bytes.Equal(body, cur.policy.Bytes()) {
-		writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), Unchanged: true})
+		api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), Unchanged: true})
 		return
 	}
 	st, err := newState(cur.room, cur.descriptor, cur.head, p, h.signer)
 	if err != nil {
-		writeError(w, refusal(err))
+		writeError(w, api.From(err))
 		return
 	}
 	s.routesMu.Lock()
@@ -121,13 +122,13 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 	rt, err := buildRoutes(s.sortedHubs(), h, st, s.routes.Load().decisions)
 	if err != nil {
 		h.retired = prev
-		writeError(w, refusal(err))
+		writeError(w, api.From(err))
 		return
 	}
 	persist := func() error { return s.st.PutPolicy(r.Context(), h.id, st.digest, p.Bytes(), true) }
 	if err := h.replace(r.Context(), st, persist); err != nil {
 		h.retired = prev
-		writeError(w, fail(codeStore, "installing the policy: %v", err))
+		writeError(w, api.Errorf(api.StoreUnavailable, "installing the policy: %v", err))
 		return
 	}
 	s.policies.Store(st.digest, p)
@@ -136,7 +137,7 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
 	}
 	s.log.Info("policy replaced", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
-	writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: st.digest.String(), Previous: cur.digest.String()})
+	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: st.digest.String(), Previous: cur.digest.String()})
 }
 
 // serveKeyLogPut installs a newer head of the room's key log (PUT
@@ -158,29 +159,29 @@ func (s *Server) serveKeyLogPut(w http.ResponseWriter, r *http.Request) {
 	cur := h.state.Load()
 	curSeq, has := cur.keyLogSeq()
 	if !has {
-		writeError(w, fail(codeNoOrigin, "the room names no origin and so has no key log (COMPANION §4)"))
+		writeError(w, api.Errorf(api.NoOrigin, "the room names no origin and so has no key log (COMPANION §4)"))
 		return
 	}
 	if bytes.Equal(body, cur.head) {
-		writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: curSeq, Unchanged: true})
+		api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: curSeq, Unchanged: true})
 		return
 	}
 	rm, err := room.Open(cur.descriptor, body)
 	if err != nil {
-		writeError(w, refusal(err))
+		writeError(w, api.From(err))
 		return
 	}
 	if seq := rm.Head().Seq; seq <= curSeq {
-		writeError(w, fail(codeKeyLogStale, "the head's seq %d is not greater than the current %d", seq, curSeq))
+		writeError(w, api.Errorf(api.KeyLogStale, "the head's seq %d is not greater than the current %d", seq, curSeq))
 		return
 	}
 	if err := rm.MaySignPolicy(cur.policy.Signer); err != nil {
-		writeError(w, fail(codePolicySigner, "under this head the active policy's signer may not sign it (%s): %s", reason.Of(err), err))
+		writeError(w, api.Errorf(api.PolicySigner, "under this head the active policy's signer may not sign it (%s): %s", reason.Of(err), err))
 		return
 	}
 	st, err := newState(rm, cur.descriptor, body, cur.policy, h.signer)
 	if err != nil {
-		writeError(w, refusal(err))
+		writeError(w, api.From(err))
 		return
 	}
 	st.firsts = cur.firsts // the same policy: its counts go on
@@ -188,11 +189,11 @@ func (s *Server) serveKeyLogPut(w http.ResponseWriter, r *http.Request) {
 		return s.st.PutRoom(r.Context(), store.Room{ID: h.id, Descriptor: cur.descriptor, KeyLogHead: body})
 	}
 	if err := h.replace(r.Context(), st, persist); err != nil {
-		writeError(w, fail(codeStore, "installing the key log head: %v", err))
+		writeError(w, api.Errorf(api.StoreUnavailable, "installing the key log head: %v", err))
 		return
 	}
 	s.log.Info("key log head replaced", "room", h.id.String(), "seq", rm.Head().Seq, "previous", curSeq)
-	writeJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: rm.Head().Seq})
+	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: rm.Head().Seq})
 }
 
 // Status is a room's status (GET /v1/rooms/{room}/status, operator).
@@ -242,8 +243,11 @@ type DecisionsStatus struct {
 
 // RecordsStatus counts the records posted since the server started.
 type RecordsStatus struct {
-	Accepted  uint64            `json:"accepted"`
-	Duplicate uint64            `json:"duplicate"`
+	Accepted  uint64 `json:"accepted"`
+	Duplicate uint64 `json:"duplicate"`
+	// OffPolicy counts the accepted records whose hop is in no pathway of
+	// the active policy (api.HopNotInPolicy).
+	OffPolicy uint64            `json:"off_policy"`
 	Refused   map[string]uint64 `json:"refused"`
 	InIndex   int               `json:"in_index"`
 }
@@ -261,7 +265,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	st := h.state.Load()
 	rk, t, err := h.rank(st, s.clock())
 	if err != nil {
-		writeError(w, fail(codeInternal, "ranking: %v", err))
+		writeError(w, api.Errorf(api.Internal, "ranking: %v", err))
 		return
 	}
 	p := st.policy
@@ -275,7 +279,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		T:         t,
 		Decisions: DecisionsStatus{ByReason: map[string]uint64{}},
 		Records: RecordsStatus{
-			Accepted: h.accepted.Load(), Duplicate: h.duplicates.Load(), Refused: map[string]uint64{},
+			Accepted: h.accepted.Load(), Duplicate: h.duplicates.Load(), OffPolicy: h.offPolicy.Load(), Refused: map[string]uint64{},
 		},
 	}
 	if seq, ok := st.keyLogSeq(); ok {
@@ -319,5 +323,5 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	out.Records.InIndex = h.index.Len()
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	api.WriteJSON(w, http.StatusOK, out)
 }

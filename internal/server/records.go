@@ -7,24 +7,10 @@ import (
 	"net/http"
 
 	"github.com/waisteer/waisteer/evidence"
-	"github.com/waisteer/waisteer/internal/reason"
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
 )
-
-// recordResult is one record's answer: its digest and outcome, or its
-// index in the body and the code that refused it.
-type recordResult struct {
-	Index   int    `json:"index"`
-	Digest  string `json:"digest,omitempty"`
-	Outcome string `json:"outcome,omitempty"` // accepted, duplicate
-	Refused string `json:"refused,omitempty"` // a refusal code
-	Detail  string `json:"detail,omitempty"`
-}
-
-type recordsAnswer struct {
-	Results []recordResult `json:"results"`
-}
 
 // serveRecords takes a hop's records (POST /v1/rooms/{room}/records): one
 // or more WMH1 records back to back, each read (COMPANION §5: §1's codes,
@@ -48,7 +34,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 		body, aerr = readBody(w, r, maxRecordsBody)
 	}
 	if aerr == nil && len(body) == 0 {
-		aerr = fail(codeEmptyBody, "the body holds no record")
+		aerr = api.Errorf(api.EmptyBody, "the body holds no record")
 	}
 	if aerr != nil {
 		writeError(w, aerr)
@@ -56,19 +42,13 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	st := h.state.Load()
 	raws, splitErr := evidence.SplitRecords(body)
-	results := make([]recordResult, 0, len(raws)+1)
+	results := make([]api.RecordResult, 0, len(raws)+1)
 	var toStore []store.Record
 	var entries []evidence.Entry
 	where := map[sig.Hash]int{} // digest → index of its result, for duplicates in one body
 	refused := 0
 	for i, raw := range raws {
-		rec, err := evidence.ParseRecord(raw)
-		if err == nil {
-			err = rec.Check(h.id)
-		}
-		if err == nil {
-			err = st.room.MaySignRecord(rec.Hop, rec.Class)
-		}
+		rec, err := st.room.ReadRecord(raw)
 		if err != nil {
 			results = append(results, s.refuseRecord(h, i, err))
 			refused++
@@ -76,11 +56,20 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		digest := rec.Digest()
 		if _, dup := where[digest]; dup {
-			results = append(results, recordResult{Index: i, Digest: digest.String(), Outcome: "duplicate"})
+			results = append(results, api.RecordResult{Index: i, Digest: digest.String(), Outcome: "duplicate"})
 			continue
 		}
 		where[digest] = len(results)
-		results = append(results, recordResult{Index: i, Digest: digest.String()})
+		res := api.RecordResult{Index: i, Digest: digest.String()}
+		if pw, ok := st.pathwayOf(rec.Hop); ok {
+			res.Pathway = st.ids[pw]
+		} else {
+			// Stored all the same: a later policy may name the hop.
+			res.Warning = api.HopNotInPolicy
+			res.Detail = "the hop " + rec.Hop.String() + " is in no pathway of the room's active policy " +
+				st.digest.String() + ", so no decision reads this record until a policy names it"
+		}
+		results = append(results, res)
 		toStore = append(toStore, store.Record{Digest: digest, Room: h.id, Hop: rec.Hop, Start: rec.Start, End: rec.End, Raw: raw})
 		entries = append(entries, evidence.Entry{Digest: digest, Record: rec})
 	}
@@ -99,7 +88,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 			// hop sends the body again, and what was stored is then a
 			// duplicate.
 			w.Header().Set("Retry-After", "1")
-			writeError(w, fail(codeStore, "the records could not be stored: %v", err))
+			writeError(w, api.Errorf(api.StoreUnavailable, "the records could not be stored: %v", err))
 			return
 		}
 		for k, sr := range toStore {
@@ -107,6 +96,9 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 			if added[k] {
 				res.Outcome = "accepted"
 				h.accepted.Add(1)
+				if res.Warning == api.HopNotInPolicy {
+					h.offPolicy.Add(1)
+				}
 			} else {
 				res.Outcome = "duplicate"
 				h.duplicates.Add(1)
@@ -119,31 +111,23 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	if refused > 0 {
 		status = http.StatusUnprocessableEntity
 	}
-	writeJSON(w, status, recordsAnswer{Results: results})
+	api.WriteJSON(w, status, api.RecordsAnswer{Results: results})
 }
 
 // refuseRecord counts and logs a refused record and returns its answer.
-func (s *Server) refuseRecord(h *hub, i int, err error) recordResult {
-	c := reason.Of(err)
-	detail := err.Error()
-	var re *reason.Error
-	if errors.As(err, &re) {
-		detail = re.Detail
-	}
-	if c == "" {
-		c = reason.Code(codeInternal)
-	}
-	h.refused.add(string(c))
-	s.log.Info("record refused", "room", h.id.String(), "index", i, "code", string(c), "detail", detail)
-	return recordResult{Index: i, Refused: string(c), Detail: detail}
+func (s *Server) refuseRecord(h *hub, i int, err error) api.RecordResult {
+	e := api.From(err)
+	h.refused.add(string(e.Code))
+	s.log.Info("record refused", "room", h.id.String(), "index", i, "code", string(e.Code), "detail", e.Detail)
+	return api.RecordResult{Index: i, Refused: e.Code, Detail: e.Detail}
 }
 
 // octetStream refuses a body the route cannot read as sent: one with a
 // Content-Type other than application/octet-stream, or any
 // Content-Encoding.
-func octetStream(r *http.Request) *apiError {
+func octetStream(r *http.Request) *api.Error {
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
-		return fail(codeMediaType, "the body is %s-encoded; send it as it is", enc)
+		return api.Errorf(api.MediaType, "the body is %s-encoded; send it as it is", enc)
 	}
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
@@ -151,24 +135,24 @@ func octetStream(r *http.Request) *apiError {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/octet-stream" {
-		return fail(codeMediaType, "Content-Type %q: the body is binary, application/octet-stream", ct)
+		return api.Errorf(api.MediaType, "Content-Type %q: the body is binary, application/octet-stream", ct)
 	}
 	return nil
 }
 
 // readBody reads a request's body up to limit bytes; a longer one is
 // body_too_large.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api.Error) {
 	if r.ContentLength > limit {
-		return nil, fail(codeBodyTooLarge, "the body is %d bytes, over the limit of %d", r.ContentLength, limit)
+		return nil, api.Errorf(api.BodyTooLarge, "the body is %d bytes, over the limit of %d", r.ContentLength, limit)
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, fail(codeBodyTooLarge, "the body is over the limit of %d bytes", limit)
+			return nil, api.Errorf(api.BodyTooLarge, "the body is over the limit of %d bytes", limit)
 		}
-		return nil, fail(codeBadBody, "reading the body: %v", err)
+		return nil, api.Errorf(api.BadBody, "reading the body: %v", err)
 	}
 	return b, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/policy"
 )
 
@@ -39,7 +40,7 @@ func policyRoutes(p *policy.Policy) ([]steerRoute, string, error) {
 		}
 		r := steerRoute{path: u.EscapedPath(), query: queryParts(u.RawQuery)}
 		if isReserved(r.path) || strings.HasPrefix(r.path, stableDecisions) {
-			return nil, "", fail(codeRouteConflict, "the steering URI %q's path is the server's own route", uri)
+			return nil, "", api.Errorf(api.RouteConflict, "the steering URI %q's path is the server's own route", uri)
 		}
 		if !slices.ContainsFunc(rs, r.equal) {
 			rs = append(rs, r)
@@ -55,7 +56,7 @@ func policyRoutes(p *policy.Policy) ([]steerRoute, string, error) {
 		prefix += "?" + u.RawQuery
 	}
 	if isReserved(prefix) {
-		return nil, "", fail(codeRouteConflict, "decision_uri %q's path is the server's own route", p.DecisionURI)
+		return nil, "", api.Errorf(api.RouteConflict, "decision_uri %q's path is the server's own route", p.DecisionURI)
 	}
 	return rs, prefix, nil
 }
@@ -66,10 +67,10 @@ func policyRoutes(p *policy.Policy) ([]steerRoute, string, error) {
 func routeURL(uri, what string) (*url.URL, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
-		return nil, fail(codeRouteUnusable, "%s %q does not parse as a URI: %v", what, uri, err)
+		return nil, api.Errorf(api.RouteUnusable, "%s %q does not parse as a URI: %v", what, uri, err)
 	}
 	if u.Opaque != "" || !strings.HasPrefix(u.EscapedPath(), "/") && u.Host == "" {
-		return nil, fail(codeRouteUnusable, "%s %q has no absolute path for the server to answer", what, uri)
+		return nil, api.Errorf(api.RouteUnusable, "%s %q has no absolute path for the server to answer", what, uri)
 	}
 	if u.EscapedPath() == "" {
 		u.Path, u.RawPath = "/", ""
@@ -154,7 +155,7 @@ func buildRoutes(hubs []*hub, h *hub, st *roomState, known []string) (*routeTabl
 		}
 		for _, r := range s.steer {
 			if other := taken(r); other != nil {
-				return nil, fail(codeRouteConflict, "rooms %s and %s both steer at %q", other.hub.id, hb.id, r.path)
+				return nil, api.Errorf(api.RouteConflict, "rooms %s and %s both steer at %q", other.hub.id, hb.id, r.path)
 			}
 			t.steer[r.path] = append(t.steer[r.path], steerTarget{hub: hb, route: r})
 		}
@@ -180,7 +181,7 @@ func buildRoutes(hubs []*hub, h *hub, st *roomState, known []string) (*routeTabl
 
 // steerHub finds the room a steering request is for: the one room at its
 // path, or of several, the one whose query parts it holds most of.
-func (t *routeTable) steerHub(path, rawQuery string) (*hub, bool, *apiError) {
+func (t *routeTable) steerHub(path, rawQuery string) (*hub, bool, *api.Error) {
 	ts := t.steer[path]
 	switch len(ts) {
 	case 0:
@@ -203,7 +204,7 @@ func (t *routeTable) steerHub(path, rawQuery string) (*hub, bool, *apiError) {
 		}
 	}
 	if best == nil || tie {
-		return nil, true, fail(codeRoomAmbiguous, "several rooms steer at %q, and the query names none of them", path)
+		return nil, true, api.Errorf(api.RoomAmbiguous, "several rooms steer at %q, and the query names none of them", path)
 	}
 	return best, true, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -322,13 +323,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, fail(codeNotFound, "no route at %q", path))
+		writeError(w, api.Errorf(api.NotFound, "no route at %q", path))
 	})
 }
 
 // steerRoute answers a request on a room's steering route (aerr: the
 // route's refusal, when it has one): a preflight, or a steering request.
-func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h *hub, aerr *apiError) {
+func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h *hub, aerr *api.Error) {
 	if r.Method == http.MethodOptions {
 		s.count(routePreflight, w, r, s.preflight)
 		return
@@ -366,7 +367,7 @@ func (s *Server) newMux() *http.ServeMux {
 	handle("/readyz", routeReady, s.serveReady)
 	handle("/metrics", routeMetrics, s.serveMetrics)
 	handle("/", routeOther, func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, fail(codeNotFound, "no route at %q", r.URL.EscapedPath()))
+		writeError(w, api.Errorf(api.NotFound, "no route at %q", r.URL.EscapedPath()))
 	})
 	return m
 }
@@ -377,7 +378,7 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 		return true
 	}
 	w.Header().Set("Allow", joinMethods(methods))
-	writeError(w, fail(codeMethod, "%s is not answered here; use %s", r.Method, joinMethods(methods)))
+	writeError(w, api.Errorf(api.MethodNotAllowed, "%s is not answered here; use %s", r.Method, joinMethods(methods)))
 	return false
 }
 
@@ -397,33 +398,33 @@ func noQuery(w http.ResponseWriter, r *http.Request) bool {
 	if r.URL.RawQuery == "" && !r.URL.ForceQuery {
 		return true
 	}
-	writeError(w, fail(codeQueryNotAllowed, "this route reads no query, and was given %q", r.URL.RawQuery))
+	writeError(w, api.Errorf(api.QueryNotAllowed, "this route reads no query, and was given %q", r.URL.RawQuery))
 	return false
 }
 
 // hubOf finds the room a {room} path segment names.
-func (s *Server) hubOf(r *http.Request) (*hub, *apiError) {
+func (s *Server) hubOf(r *http.Request) (*hub, *api.Error) {
 	id, aerr := digestOf(r.PathValue("room"))
 	if aerr != nil {
 		return nil, aerr
 	}
 	h, ok := s.hubs[id]
 	if !ok {
-		return nil, fail(codeUnknownRoom, "the server steers no room %s", id)
+		return nil, api.Errorf(api.UnknownRoom, "the server steers no room %s", id)
 	}
 	return h, nil
 }
 
 // digestOf reads a path segment of 64 lowercase hexadecimal digits, as the
 // server writes digests and room ids (§8.1, §8.4).
-func digestOf(s string) (sig.Hash, *apiError) {
+func digestOf(s string) (sig.Hash, *api.Error) {
 	var h sig.Hash
 	if len(s) != 2*len(h) {
-		return h, fail(codeBadDigest, "%q is not 64 lowercase hexadecimal digits", s)
+		return h, api.Errorf(api.BadDigest, "%q is not 64 lowercase hexadecimal digits", s)
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return h, fail(codeBadDigest, "%q is not 64 lowercase hexadecimal digits", s)
+			return h, api.Errorf(api.BadDigest, "%q is not 64 lowercase hexadecimal digits", s)
 		}
 	}
 	h, _ = sig.ParseHash(s)
@@ -445,7 +446,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // serveReady answers whether the server can steer: it is not closing, and
@@ -457,11 +458,11 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	switch {
 	case s.closing.Load():
-		writeError(w, fail(codeClosing, "the server is closing"))
+		writeError(w, api.Errorf(api.Closing, "the server is closing"))
 	case s.commits.failing.Load():
-		writeError(w, fail(codeStore, "the store refused the last group of decisions"))
+		writeError(w, api.Errorf(api.StoreUnavailable, "the store refused the last group of decisions"))
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "rooms": len(s.hubs)})
+		api.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "rooms": len(s.hubs)})
 	}
 }
 

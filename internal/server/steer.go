@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
@@ -70,15 +71,15 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	steerHeaders(w)
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET, OPTIONS")
-		writeError(w, fail(codeMethod, "a steering request is a GET (§4), not %s", r.Method))
+		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4), not %s", r.Method))
 		return
 	}
 	if len(r.RequestURI) > maxTarget {
-		writeError(w, fail(codeTargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
+		writeError(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
 		return
 	}
 	if s.closing.Load() {
-		s.unavailable(w, h, fail(codeClosing, "the server is closing"))
+		s.unavailable(w, h, api.Errorf(api.Closing, "the server is closing"))
 		return
 	}
 
@@ -89,7 +90,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 		// COMPANION §6: no session, a first request: mint one (§6).
 		var err error
 		if session, err = report.NewSession(nil); err != nil {
-			s.unavailable(w, h, fail(codeInternal, "minting a session: %v", err))
+			s.unavailable(w, h, api.Errorf(api.Internal, "minting a session: %v", err))
 			return
 		}
 	}
@@ -106,7 +107,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	// the decision's URI (§8.4), where an auditor must find it.
 	if err := s.commits.commit(r.Context(), &x.job); err != nil {
 		// The committer may still hold the job: x is not reused.
-		s.unavailable(w, h, fail(codeStore, "the decision could not be stored: %v", err))
+		s.unavailable(w, h, api.Errorf(api.StoreUnavailable, "the decision could not be stored: %v", err))
 		return
 	}
 
@@ -133,7 +134,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 // a client it asks to come back soon (§6.5). Players retry a 500 or a 503
 // (hls.js and Shaka after the last TTL, Media3 after 300 s, dash.js after
 // its TTL unless it was the first request); none stops steering for it.
-func (s *Server) unavailable(w http.ResponseWriter, h *hub, e *apiError) {
+func (s *Server) unavailable(w http.ResponseWriter, h *hub, e *api.Error) {
 	w.Header().Set("Retry-After", strconv.FormatUint(uint64(h.state.Load().policy.MinTTLs), 10))
 	writeError(w, e)
 }
@@ -205,14 +206,14 @@ func (x *steering) decideLoads(loads []uint32) (int, uint64, error) {
 // Loads.Steer), the decision built and signed (§7.3) and compacted for the
 // store. A failure of the table of loads is store_unavailable; any other
 // is internal.
-func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session, x *steering) *apiError {
+func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session, x *steering) *api.Error {
 	x.s, x.h = s, h
 	for attempt := 0; ; attempt++ {
 		st := h.state.Load()
 		protocol, rep := q.Report(r.Header, st.ids)
 		rk, t, err := h.rank(st, s.clock())
 		if err != nil {
-			return fail(codeInternal, "ranking the pathways: %v", err)
+			return api.Errorf(api.Internal, "ranking the pathways: %v", err)
 		}
 		x.st, x.rk, x.rep, x.t, x.ruleErr = st, rk, rep, t, nil
 		x.draw = decision.Draw(st.digest, session) // §6.3
@@ -221,13 +222,13 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		case x.ruleErr == errStale && attempt < 3:
 			continue
 		case x.ruleErr != nil:
-			return fail(codeInternal, "deciding: %v", x.ruleErr)
+			return api.Errorf(api.Internal, "deciding: %v", x.ruleErr)
 		case err != nil:
-			return fail(codeStore, "the table of loads: %v", err)
+			return api.Errorf(api.StoreUnavailable, "the table of loads: %v", err)
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, t, protocol, rep, session, x.loads); err != nil {
-			return fail(codeInternal, "deciding: %v", err)
+			return api.Errorf(api.Internal, "deciding: %v", err)
 		}
 
 		// §7.3: sign in a reused buffer. Only the signature and the
