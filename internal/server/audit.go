@@ -104,7 +104,7 @@ func (s *Server) policyOf(ctx context.Context, digest sig.Hash) (*policy.Policy,
 // serveStored answers GET of stored signed bytes by digest.
 func (s *Server) serveStored(w http.ResponseWriter, r *http.Request, what string, get func(context.Context, sig.Hash) ([]byte, error)) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+	if !noQuery(w, r) {
 		return
 	}
 	digest, aerr := digestOf(r.PathValue("digest"))
@@ -157,7 +157,7 @@ func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *api.Error)
 // it never changes.
 func (s *Server) serveDescriptor(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+	if !noQuery(w, r) {
 		return
 	}
 	desc, _, aerr := s.roomBytes(r)
@@ -170,14 +170,11 @@ func (s *Server) serveDescriptor(w http.ResponseWriter, r *http.Request) {
 
 // serveKeyLog answers GET /v1/rooms/{room}/keylog with the current head of
 // the room's key log (COMPANION §4), which an operator may replace (no-cache);
-// 404 for a room with no origin, which has none. PUT installs a newer one.
+// 404 for a room with no origin, which has none. PUT installs a newer one
+// (serveKeyLogPut).
 func (s *Server) serveKeyLog(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPut {
-		s.serveKeyLogPut(w, r)
-		return
-	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !allow(w, r, http.MethodGet, http.MethodHead, http.MethodPut) || !noQuery(w, r) {
+	if !noQuery(w, r) {
 		return
 	}
 	_, head, aerr := s.roomBytes(r)

@@ -221,7 +221,7 @@ func (s *Server) count(rt route, w http.ResponseWriter, r *http.Request, h func(
 
 // serveMetrics writes every metric (GET /metrics).
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+	if !noQuery(w, r) {
 		return
 	}
 	var b bytes.Buffer

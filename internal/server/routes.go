@@ -75,6 +75,10 @@ func routeURL(uri, what string) (*url.URL, error) {
 	if u.EscapedPath() == "" {
 		u.Path, u.RawPath = "/", ""
 	}
+	if why := pathDefect(u.EscapedPath()); why != "" {
+		// No request could reach it: the server refuses such paths (cleanPath).
+		return nil, api.Errorf(api.RouteUnusable, "%s %q: its path %s", what, uri, why)
+	}
 	return u, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,7 +99,7 @@ type Server struct {
 	commits *committer
 	records *recordCommitter
 	metrics *metrics
-	mux     *http.ServeMux
+	mux     http.Handler
 
 	closing atomic.Bool
 	stop    context.CancelFunc
@@ -301,31 +302,8 @@ func (s *Server) startPolicy(ctx context.Context, id sig.Hash, raw []byte) (use,
 // Handler returns the handler of every route.
 func (s *Server) Handler() http.Handler { return s }
 
-// ServeHTTP dispatches a request: a steering path of a room's policy
-// first, then the server's own routes, then the decision prefixes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rt := s.routes.Load()
-	path := r.URL.EscapedPath()
-	if h, ok, aerr := rt.steerHub(path, r.URL.RawQuery); ok {
-		s.steerRoute(w, r, h, aerr)
-		return
-	}
-	if isReserved(path) {
-		s.mux.ServeHTTP(w, r)
-		return
-	}
-	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
-		s.count(routeDecision, w, r, func(w http.ResponseWriter, r *http.Request) {
-			if inQuery || noQuery(w, r) {
-				s.serveDecision(w, r, digest)
-			}
-		})
-		return
-	}
-	s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, api.Errorf(api.NotFound, "no route at %q", path))
-	})
-}
+// ServeHTTP serves every route (newMux).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // steerRoute answers a request on a room's steering route (aerr: the
 // route's refusal, when it has one): a preflight, or a steering request.
@@ -344,32 +322,117 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h *hub, aerr
 	})
 }
 
-// newMux routes the server's own paths.
-func (s *Server) newMux() *http.ServeMux {
+// newMux routes every request. The server's own routes are Go method
+// patterns, each path with a fallback that answers 405 with the methods it
+// takes; every other path goes to the policies' routes (servePolicyRoutes),
+// which change as operators install policies. In front of the mux, a path
+// with a dot segment or an empty segment is refused (cleanPath), since the
+// mux would otherwise answer it with a redirect to another path; and every
+// body is bounded by the largest any route reads.
+func (s *Server) newMux() http.Handler {
 	m := http.NewServeMux()
-	handle := func(pattern string, rt route, h func(http.ResponseWriter, *http.Request)) {
-		m.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { s.count(rt, w, r, h) })
+	type handler struct {
+		method string
+		rt     route
+		h      func(http.ResponseWriter, *http.Request)
 	}
-	handle("/v1/policies/{digest}", routePolicy, s.servePolicy)
-	handle("/v1/records/{digest}", routeRecord, s.serveRecord)
-	handle("/v1/rooms/{room}/descriptor", routeDescriptor, s.serveDescriptor)
-	m.HandleFunc("/v1/rooms/{room}/keylog", func(w http.ResponseWriter, r *http.Request) {
-		rt := routeKeyLog
-		if r.Method == http.MethodPut {
-			rt = routeKeyLogPut
+	route := func(path string, hs ...handler) {
+		var allowed []string
+		for _, h := range hs {
+			allowed = append(allowed, h.method)
+			if h.method == http.MethodGet {
+				allowed = append(allowed, http.MethodHead) // a GET pattern takes HEAD too
+			}
+			m.HandleFunc(h.method+" "+path, func(w http.ResponseWriter, r *http.Request) { s.count(h.rt, w, r, h.h) })
 		}
-		s.count(rt, w, r, s.serveKeyLog)
+		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			s.count(hs[0].rt, w, r, func(w http.ResponseWriter, r *http.Request) { allow(w, r, allowed...) })
+		})
+	}
+	get, put := http.MethodGet, http.MethodPut
+	route("/v1/policies/{digest}", handler{get, routePolicy, s.servePolicy})
+	route("/v1/records/{digest}", handler{get, routeRecord, s.serveRecord})
+	route("/v1/rooms/{room}/descriptor", handler{get, routeDescriptor, s.serveDescriptor})
+	route("/v1/rooms/{room}/keylog", handler{get, routeKeyLog, s.serveKeyLog}, handler{put, routeKeyLogPut, s.serveKeyLogPut})
+	route("/v1/rooms/{room}/records", handler{http.MethodPost, routeRecordsPost, s.serveRecords})
+	route("/v1/rooms/{room}/policy", handler{put, routePolicyPut, s.servePolicyPut})
+	route("/v1/rooms/{room}/status", handler{get, routeStatus, s.serveStatus})
+	route("/healthz", handler{get, routeHealth, s.serveHealth})
+	route("/readyz", handler{get, routeReady, s.serveReady})
+	route("/metrics", handler{get, routeMetrics, s.serveMetrics})
+	m.HandleFunc("/", s.servePolicyRoutes)
+	return http.MaxBytesHandler(s.cleanPath(m), maxBody)
+}
+
+// servePolicyRoutes answers the paths the policies name: a steering path of
+// a room's policy first, then the decision prefixes (§8.4); any other path
+// is not found.
+func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
+	rt := s.routes.Load()
+	path := r.URL.EscapedPath()
+	if h, ok, aerr := rt.steerHub(path, r.URL.RawQuery); ok {
+		s.steerRoute(w, r, h, aerr)
+		return
+	}
+	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
+		s.count(routeDecision, w, r, func(w http.ResponseWriter, r *http.Request) {
+			if allow(w, r, http.MethodGet, http.MethodHead) && (inQuery || noQuery(w, r)) {
+				s.serveDecision(w, r, digest)
+			}
+		})
+		return
+	}
+	s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, api.Errorf(api.NotFound, "no route at %q", path))
 	})
-	handle("/v1/rooms/{room}/records", routeRecordsPost, s.serveRecords)
-	handle("/v1/rooms/{room}/policy", routePolicyPut, s.servePolicyPut)
-	handle("/v1/rooms/{room}/status", routeStatus, s.serveStatus)
-	handle("/healthz", routeHealth, s.serveHealth)
-	handle("/readyz", routeReady, s.serveReady)
-	handle("/metrics", routeMetrics, s.serveMetrics)
-	handle("/", routeOther, func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, api.Errorf(api.NotFound, "no route at %q", r.URL.EscapedPath()))
+}
+
+// cleanPath refuses, with 400 bad_path, a request whose path has a dot
+// segment ("." or "..", percent-encoded or not) or an empty segment ("//"):
+// no route has one (routeURL refuses a policy URI with one), and ServeMux
+// would answer it with a redirect to the path it cleans it to, which for
+// "/v1/records/../../etc/passwd" is a path of nothing the server serves.
+func (s *Server) cleanPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := pathDefect(r.URL.EscapedPath()); why != "" && r.Method != http.MethodConnect {
+			s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
+				writeError(w, api.Errorf(api.BadPath, "the path %q %s", r.URL.EscapedPath(), why))
+			})
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
-	return m
+}
+
+// pathDefect says what is wrong with an escaped path, or "" when nothing
+// is: it must be absolute, with no empty segment (a single "/" at its end
+// ends its last segment) and no dot segment (RFC 3986 §3.3, §5.2.4).
+func pathDefect(p string) string {
+	if p == "" || p[0] != '/' {
+		return "is not an absolute path"
+	}
+	rest := p[1:]
+	for rest != "" {
+		seg, after, more := strings.Cut(rest, "/")
+		switch {
+		case seg == "" && more:
+			return "has an empty segment (//)"
+		case isDotSegment(seg):
+			return "has a dot segment (" + seg + ")"
+		}
+		rest = after
+	}
+	return ""
+}
+
+// isDotSegment reports whether a segment is "." or ".." once its
+// percent-encodings are decoded ("%2e" is ".").
+func isDotSegment(seg string) bool {
+	if len(seg) > 6 {
+		return false
+	}
+	d := strings.NewReplacer("%2e", ".", "%2E", ".").Replace(seg)
+	return d == "." || d == ".."
 }
 
 // allow answers 405 unless the request's method is one of methods.
@@ -442,7 +505,7 @@ func (s *Server) sortedHubs() []*hub {
 
 // serveHealth answers whether the process serves at all.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+	if !noQuery(w, r) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -452,7 +515,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 // serveReady answers whether the server can steer: it is not closing, and
 // its last group commit was durable.
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodHead) || !noQuery(w, r) {
+	if !noQuery(w, r) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
