@@ -196,3 +196,21 @@ func integer(v []byte) (uint64, bool) {
 	}
 	return n, true
 }
+
+// QueryNames gives the names of the parts of a target's query, in order and
+// percent-decoded, as §4.1 reads them: a part with a bad % is skipped, and
+// is no part at all. A policy's checks use it to see which names a URI
+// would make every request carry before the player's own.
+func QueryNames(target string) []string {
+	raw, ok := queryOf(target)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for part := range strings.SplitSeq(raw, "&") {
+		if name, _, ok := splitPart(part); ok {
+			names = append(names, string(appendDecoded(nil, name)))
+		}
+	}
+	return names
+}

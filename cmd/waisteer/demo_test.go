@@ -84,7 +84,7 @@ func TestDemoServes(t *testing.T) {
 	}
 	other := strings.Repeat("ab", 32)
 	vout, verrs, code = waisteer(t, "", "verify", "-url", m[1], "-authority", other)
-	if code != 1 || vout != "" || !strings.Contains(verrs, "not the pinned "+other) {
+	if code != 1 || vout != `{"outcome":"refuse","reason":"authority_mismatch","where":"room"}`+"\n" || !strings.Contains(verrs, "not the pinned "+other) {
 		t.Errorf("verify -url with another authority: exit %d: %s %s", code, vout, verrs)
 	}
 

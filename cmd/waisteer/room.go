@@ -1,17 +1,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/waisteer/waisteer/internal/files"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 )
@@ -42,7 +40,7 @@ func keygen(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := roomWriteFile(*out, sig.MarshalPrivateKey(k), 0o600, *force); err != nil {
+	if err := files.Write(*out, sig.MarshalPrivateKey(k), 0o600, *force); err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, k.Public())
@@ -82,7 +80,7 @@ func roomInit(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := roomWriteFile(*out, b, 0o644, *force); err != nil {
+	if err := files.Write(*out, b, 0o644, *force); err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, d.ID())
@@ -169,7 +167,7 @@ func keylogAdd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := roomWriteFile(*out, b, 0o644, true); err != nil {
+	if err := files.Write(*out, b, 0o644, true); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "seq %d: %s %s: %s\n", seq, verb, key, strings.Join(authorities, ","))
@@ -216,7 +214,7 @@ func keylogRevoke(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := roomWriteFile(*out, b, 0o644, true); err != nil {
+	if err := files.Write(*out, b, 0o644, true); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "seq %d: revoked %s\n", h.Seq+1, key)
@@ -351,49 +349,6 @@ func roomReadHead(path string, origin sig.PrivateKey) (*room.KeyLogHead, error) 
 
 func roomEntryIndex(entries []room.Entry, key sig.PublicKey) int {
 	return slices.IndexFunc(entries, func(e room.Entry) bool { return e.Key == key })
-}
-
-// roomWriteFile writes data to path with mode. Without force it refuses a path
-// that exists; with force it replaces the file whole (a new file renamed
-// over the old), so a reader never sees half a key or head and the mode is
-// the one asked for.
-func roomWriteFile(path string, data []byte, mode fs.FileMode, force bool) error {
-	if !force {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s exists; -f overwrites it", path)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // roomUsage prints the command's usage and returns a usage error (exit 2).

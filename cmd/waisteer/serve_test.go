@@ -32,7 +32,11 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/client"
+	"github.com/waisteer/waisteer/internal/demo"
 	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
@@ -43,13 +47,13 @@ import (
 // testRoomFiles writes a demo room (fixed seed, URIs on http://127.0.0.1:
 // the server answers by path, whatever its port) and a configuration that
 // serves it on port 0 with its store in dir/data.
-func testRoomFiles(t *testing.T, dir string) (*demoRoom, string) {
+func testRoomFiles(t *testing.T, dir string) (*demo.Room, string) {
 	t.Helper()
-	r, err := newDemoRoom("serve test", "http://127.0.0.1")
+	r, err := demo.NewRoom("serve test", "http://127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := writeServeFiles(dir, r, "127.0.0.1:0", "data")
+	cfg, err := r.WriteFiles(dir, "127.0.0.1:0", "data")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,28 +73,29 @@ func TestServeExampleConfig(t *testing.T) {
 	if err := os.WriteFile(name, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadServeConfig(name, func(string) string { return "" })
+	cfg, err := serve.Load(name, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.warnings) != 0 {
-		t.Errorf("warnings: %q", cfg.warnings)
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %q", cfg.Warnings)
 	}
-	if cfg.listen != "127.0.0.1:8080" || cfg.tls != nil || cfg.dataDir != filepath.Join(dir, "data") {
-		t.Errorf("listen %q, tls %v, data_dir %q", cfg.listen, cfg.tls != nil, cfg.dataDir)
+	if cfg.Listen != "127.0.0.1:8080" || cfg.TLS != nil || cfg.DataDir != filepath.Join(dir, "data") {
+		t.Errorf("listen %q, tls %v, data_dir %q", cfg.Listen, cfg.TLS != nil, cfg.DataDir)
 	}
-	if cfg.server.OperatorToken != r.token || cfg.server.SessionGrace != 20*time.Second || cfg.server.Retention != 720*time.Hour {
-		t.Errorf("token %q, grace %v, retention %v", cfg.server.OperatorToken, cfg.server.SessionGrace, cfg.server.Retention)
+	if cfg.Server.OperatorToken != r.Token || cfg.Server.SessionGrace != 20*time.Second || cfg.Server.Retention != 720*time.Hour {
+		t.Errorf("token %q, grace %v, retention %v", cfg.Server.OperatorToken, cfg.Server.SessionGrace, cfg.Server.Retention)
 	}
-	want := httpLimits{engineFast, 5 * time.Second, 30 * time.Second, 30 * time.Second, 2 * time.Minute, 30 * time.Second, 65536}
-	if cfg.http != want {
-		t.Errorf("http %+v, want %+v", cfg.http, want)
+	want := serve.Limits{Engine: serve.EngineFast, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, MaxHeaderBytes: 65536}
+	if cfg.HTTP != want {
+		t.Errorf("http %+v, want %+v", cfg.HTTP, want)
 	}
-	if len(cfg.server.Rooms) != 1 {
-		t.Fatalf("%d rooms", len(cfg.server.Rooms))
+	if len(cfg.Server.Rooms) != 1 {
+		t.Fatalf("%d rooms", len(cfg.Server.Rooms))
 	}
-	rc := cfg.server.Rooms[0]
-	if !bytes.Equal(rc.Descriptor, r.descriptor) || !bytes.Equal(rc.KeyLogHead, r.head) || !bytes.Equal(rc.Policy, r.policyBytes) || rc.SteeringKey.Public() != r.steer.Public() {
+	rc := cfg.Server.Rooms[0]
+	if !bytes.Equal(rc.Descriptor, r.Descriptor) || !bytes.Equal(rc.KeyLogHead, r.Head) || !bytes.Equal(rc.Policy, r.PolicyBytes) || rc.SteeringKey.Public() != r.Steer.Public() {
 		t.Error("the room's files are not the ones written")
 	}
 }
@@ -101,13 +106,13 @@ func TestServeExampleConfig(t *testing.T) {
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	r, _ := testRoomFiles(t, dir)
-	other, err := newDemoRoom("another room", "http://127.0.0.1")
+	other, err := demo.NewRoom("another room", "http://127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range map[string][]byte{
-		"other.wsp1": other.policyBytes,
-		"other.key":  sig.MarshalPrivateKey(other.steer),
+		"other.wsp1": other.PolicyBytes,
+		"other.key":  sig.MarshalPrivateKey(other.Steer),
 		"empty":      []byte("\n"),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
@@ -146,17 +151,17 @@ steering_key = "steer.key"
 		{"not a file", strings.Replace(room, "room.cbor", "/dev/zero", 1), "serve.toml:3: room[0].descriptor: /dev/zero is not a regular file"},
 		{"missing key", strings.Replace(room, "steering_key = \"steer.key\"\n", "", 1), "serve.toml:2: room[0].steering_key: is needed"},
 		// §9.1 step 2: the policy of another room is wrong_room.
-		{"wrong room", strings.Replace(room, "policy.wsp1", "other.wsp1", 1), "serve.toml:5: room[0].policy: the policy is for room " + other.id.String()},
+		{"wrong room", strings.Replace(room, "policy.wsp1", "other.wsp1", 1), "serve.toml:5: room[0].policy: the policy is for room " + other.ID.String()},
 		// §3.5: a key the key log does not list signs no decision.
-		{"steering key", strings.Replace(room, "steer.key", "other.key", 1), "serve.toml:6: room[0].steering_key: the key " + other.steer.Public().String() + " may not sign"},
+		{"steering key", strings.Replace(room, "steer.key", "other.key", 1), "serve.toml:6: room[0].steering_key: the key " + other.Steer.Public().String() + " may not sign"},
 		// COMPANION §4.1 step 3: a room with an origin needs its key log.
 		{"no key log", strings.Replace(room, "keylog = \"keylog.cbor\"\n", "", 1), "serve.toml:3: room[0].descriptor: the room step refuses the room: key_log_missing"},
-		{"two rooms", room + room, "serve.toml:8: room[1]: room " + r.id.String() + " is room[0]'s too"},
+		{"two rooms", room + room, "serve.toml:8: room[1]: room " + r.ID.String() + " is room[0]'s too"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			name := filepath.Join(dir, "serve.toml")
-			_, err := parseServeConfig(name, []byte(c.doc), func(string) string { return "" })
+			_, err := serve.Parse(name, []byte(c.doc), func(string) string { return "" })
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v\nwant it to hold %q", err, c.want)
 			}
@@ -168,14 +173,14 @@ steering_key = "steer.key"
 	if err := os.WriteFile(filepath.Join(dir, "open.token"), []byte("t0k\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseServeConfig(filepath.Join(dir, "serve.toml"), []byte("operator_token_env = \"TOKEN\"\n"+room),
+	cfg, err := serve.Parse(filepath.Join(dir, "serve.toml"), []byte("operator_token_env = \"TOKEN\"\n"+room),
 		func(k string) string { return map[string]string{"TOKEN": " s3cret\n"}[k] })
-	if err != nil || cfg.server.OperatorToken != "s3cret" {
-		t.Errorf("token from the environment: %v, %q", err, cfg.server.OperatorToken)
+	if err != nil || cfg.Server.OperatorToken != "s3cret" {
+		t.Errorf("token from the environment: %v, %q", err, cfg.Server.OperatorToken)
 	}
-	cfg, err = parseServeConfig(filepath.Join(dir, "serve.toml"), []byte("operator_token_file = \"open.token\"\n"+room), os.Getenv)
-	if err != nil || cfg.server.OperatorToken != "t0k" || len(cfg.warnings) != 1 || !strings.Contains(cfg.warnings[0], "can be read by others") {
-		t.Errorf("open token file: %v, %q, %q", err, cfg.server.OperatorToken, cfg.warnings)
+	cfg, err = serve.Parse(filepath.Join(dir, "serve.toml"), []byte("operator_token_file = \"open.token\"\n"+room), os.Getenv)
+	if err != nil || cfg.Server.OperatorToken != "t0k" || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "can be read by others") {
+		t.Errorf("open token file: %v, %q, %q", err, cfg.Server.OperatorToken, cfg.Warnings)
 	}
 }
 
@@ -290,8 +295,8 @@ func testServeCrash(t *testing.T, bin string) {
 	srv := startServe(t, bin, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	if err := r.backfill(ctx, client, srv.url, time.Now()); err != nil {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	if err := r.Backfill(ctx, &client.Client{HTTP: hc}, srv.url, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -300,7 +305,7 @@ func testServeCrash(t *testing.T, bin string) {
 	manifests := map[string][]byte{} // decision URI → the manifest that named it
 	var order []string               // the decision URIs in the order answered
 	var wg sync.WaitGroup
-	p := r.policy
+	p := r.Policy
 	for g := range 3 { // hops posting records: new digests each time
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
@@ -308,14 +313,14 @@ func testServeCrash(t *testing.T, bin string) {
 				var body []byte
 				sent := map[sig.Hash][]byte{}
 				for k := range 1 + n%3 {
-					h := (n + k) % len(r.hops)
-					raw := r.record(h, end-uint64(1+(n+k)%6)*p.PeriodUs, func(rec *evidence.Record) {
+					h := (n + k) % len(r.Hops)
+					raw := r.Record(h, end-uint64(1+(n+k)%6)*p.PeriodUs, func(rec *evidence.Record) {
 						rec.Sessions = uint32(1_000_000*(g+1) + 10*n + k)
 					})
 					sent[evidence.NamedDigest(raw)] = raw
 					body = append(body, raw...)
 				}
-				results, err := postRecordsResults(ctx, client, r.recordsURL(srv.url), body)
+				results, err := postResults(ctx, hc, r.RecordsURL(srv.url), body)
 				if err != nil {
 					continue // not acknowledged
 				}
@@ -340,18 +345,18 @@ func testServeCrash(t *testing.T, bin string) {
 		wg.Go(func() {
 			target := onServer(p.ServerURI, srv.url) + "?_HLS_pathway=%22cdn-a%22&_HLS_throughput=6000000"
 			for n := 0; ctx.Err() == nil; n++ {
-				m, err := demoSteer(ctx, client, target)
+				m, err := (&client.Client{HTTP: hc}).Steer(ctx, target)
 				if err != nil {
 					continue
 				}
 				mu.Lock()
-				if manifests[m.decisionURI] == nil {
-					order = append(order, m.decisionURI)
+				if manifests[m.Decision] == nil {
+					order = append(order, m.Decision)
 				}
-				manifests[m.decisionURI] = m.raw
+				manifests[m.Decision] = m.Raw
 				mu.Unlock()
 				if (n+g)%2 == 0 {
-					target = onServer(m.reload, srv.url) + "&_HLS_pathway=%22" + m.priority[0] + "%22&_HLS_throughput=6000000"
+					target = onServer(m.Reload, srv.url) + "&_HLS_pathway=%22" + m.Priority[0] + "%22&_HLS_throughput=6000000"
 				}
 			}
 		})
@@ -393,7 +398,7 @@ func testServeCrash(t *testing.T, bin string) {
 		}
 	}()
 	get := func(target string) []byte {
-		b, err := fetch(ctx, client, target, maxDecisionBytes)
+		b, err := (&client.Client{HTTP: hc}).Get(ctx, target, api.MaxDecisionBytes)
 		if err != nil {
 			failf("after the restart: %v", err)
 		}
@@ -406,7 +411,7 @@ func testServeCrash(t *testing.T, bin string) {
 	}
 	// Each decision, verified with the room's files and the records the
 	// restarted server holds.
-	base := verify.Input{Descriptor: r.descriptor, KeyLogHead: r.head, Policy: r.policyBytes}
+	base := verify.Input{Descriptor: r.Descriptor, KeyLogHead: r.Head, Policy: r.PolicyBytes}
 	records := map[sig.Hash][]byte{}
 	for _, uri := range order {
 		in := base
@@ -432,7 +437,7 @@ func testServeCrash(t *testing.T, bin string) {
 	// And through `verify -url`, as an auditor would, for the first
 	// decision answered and the last before the kill.
 	for _, uri := range []string{order[0], order[len(order)-1]} {
-		out, errs, code := waisteer(t, "", "verify", "-url", onServer(uri, srv.url), "-authority", r.authorityPub.String())
+		out, errs, code := waisteer(t, "", "verify", "-url", onServer(uri, srv.url), "-authority", r.AuthorityPub.String())
 		if code != 0 || !strings.HasPrefix(out, `{"outcome":"accept"`) {
 			failf("verify -url %s: exit %d: %s %s", uri, code, out, errs)
 		}
@@ -459,13 +464,13 @@ func testServeSIGTERM(t *testing.T, bin string) {
 	r, cfg := testRoomFiles(t, t.TempDir())
 	srv := startServe(t, bin, cfg)
 
-	raw := r.record(0, uint64(time.Now().UnixMicro())/r.policy.PeriodUs*r.policy.PeriodUs-r.policy.PeriodUs, nil)
+	raw := r.Record(0, uint64(time.Now().UnixMicro())/r.Policy.PeriodUs*r.Policy.PeriodUs-r.Policy.PeriodUs, nil)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/rooms/%s/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", r.id, len(raw))
+	fmt.Fprintf(conn, "POST /v1/rooms/%s/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", r.ID, len(raw))
 	conn.Write(raw[:100])
 	time.Sleep(300 * time.Millisecond) // the handler is reading the body
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -500,7 +505,7 @@ func testServeSIGTERM(t *testing.T, bin string) {
 		}
 	}
 	srv = startServe(t, bin, cfg)
-	b, err := fetch(context.Background(), http.DefaultClient, srv.url+"/v1/records/"+evidence.NamedDigest(raw).String(), maxRecordBytes)
+	b, err := client.New().Get(context.Background(), srv.url+"/v1/records/"+evidence.NamedDigest(raw).String(), api.MaxRecordBytes)
 	if err != nil || !bytes.Equal(b, raw) {
 		t.Errorf("the record acknowledged during the shutdown, after a restart: %v", err)
 	}
@@ -574,7 +579,10 @@ func TestVerifyURL(t *testing.T) {
 	}
 
 	other := strings.Repeat("01", 32)
-	if out, errs, code := waisteer(t, "", "verify", "-url", u, "-authority", other); code != 1 || out != "" || !strings.Contains(errs, "refused: the server's room") {
+	// Refused before anything else is fetched, with an outcome object like
+	// any refusal.
+	if out, errs, code := waisteer(t, "", "verify", "-url", u, "-authority", other); code != 1 ||
+		out != `{"outcome":"refuse","reason":"authority_mismatch","where":"room"}`+"\n" || !strings.Contains(errs, "not the pinned "+other) {
 		t.Errorf("another authority pinned: exit %d: %s %s", code, out, errs)
 	}
 	for _, c := range []struct {
@@ -583,8 +591,8 @@ func TestVerifyURL(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no digest", []string{"-url", base + "/v1/decisions/"}, 1, "does not end in a decision's digest"},
-		{"not http", []string{"-url", "ftp://x/" + m.Digest.String()}, 1, "an http or https URL is needed"},
+		{"no digest", []string{"-url", base + "/v1/decisions/"}, 2, "does not end in a decision's digest"},
+		{"not http", []string{"-url", "ftp://x/" + m.Digest.String()}, 2, "an http or https URL is needed"},
 		{"unknown decision", []string{"-url", base + "/v1/decisions/" + strings.Repeat("0", 64)}, 1, "404"},
 		{"files too", []string{"-url", u, "-room", "room.cbor"}, 2, "give none of them as files"},
 		{"authority alone", []string{"-authority", authority, "-room", "r", "-policy", "p", "-decision", "d"}, 2, "-authority goes with -url"},
@@ -604,23 +612,26 @@ func TestVerifyURL(t *testing.T) {
 		t.Errorf("a record not held: exit %d: %s", code, out)
 	}
 	// Other bytes at the decision's URL, a policy not held, a record past
-	// the limit.
+	// the limit: each an outcome object naming what could not be had, and
+	// why on standard error.
 	for _, c := range []struct {
-		name string
-		edit func(f map[string][]byte, m string)
-		want string
+		name    string
+		edit    func(f map[string][]byte, m string)
+		outcome string
+		want    string
 	}{
-		{"other bytes", func(f map[string][]byte, d string) { f["/v1/decisions/"+d] = append(f["/v1/decisions/"+d], 0) }, "not the decision"},
+		{"other bytes", func(f map[string][]byte, d string) { f["/v1/decisions/"+d] = append(f["/v1/decisions/"+d], 0) },
+			`{"outcome":"refuse","reason":"digest_mismatch","where":"decision"}`, "not the decision"},
 		{"no policy", func(f map[string][]byte, _ string) {
 			for k := range f {
 				if strings.HasPrefix(k, "/v1/policies/") {
 					delete(f, k)
 				}
 			}
-		}, "fetching the policy"},
+		}, `{"outcome":"refuse","reason":"http_404","where":"policy"}`, "/v1/policies/"},
 		{"big record", func(f map[string][]byte, _ string) {
-			f["/v1/records/"+first.String()] = make([]byte, maxRecordBytes+1)
-		}, "more than 4096 bytes"},
+			f["/v1/records/"+first.String()] = make([]byte, api.MaxRecordBytes+1)
+		}, `{"outcome":"refuse","reason":"answer_too_large","where":"evidence/0/0"}`, "more than 4096 bytes"},
 	} {
 		var digest string
 		base, _, m := verifyURLServer(t, func(f map[string][]byte) {
@@ -632,7 +643,7 @@ func TestVerifyURL(t *testing.T) {
 			c.edit(f, digest)
 		})
 		out, errs, code := waisteer(t, "", "verify", "-url", base+"/v1/decisions/"+m.Digest.String())
-		if code != 1 || out != "" || !strings.Contains(errs, c.want) {
+		if code != 1 || out != c.outcome+"\n" || !strings.Contains(errs, c.want) {
 			t.Errorf("%s: exit %d: %s %s", c.name, code, out, errs)
 		}
 	}
@@ -650,7 +661,7 @@ func TestVerifyURL(t *testing.T) {
 //
 //	go test -run=NONE -bench=ServeHTTP -benchtime=5s ./cmd/waisteer
 func BenchmarkServeHTTP(b *testing.B) {
-	for _, engine := range []string{engineFast, engineStd} {
+	for _, engine := range []string{serve.EngineFast, serve.EngineStd} {
 		b.Run(strings.ReplaceAll(engine, "/", "-"), func(b *testing.B) { benchServeHTTP(b, engine) })
 	}
 }
@@ -658,11 +669,11 @@ func BenchmarkServeHTTP(b *testing.B) {
 func benchServeHTTP(b *testing.B, engine string) {
 	b.ReportAllocs()
 	dir := b.TempDir()
-	r, err := newDemoRoom("bench", "http://127.0.0.1")
+	r, err := demo.NewRoom("bench", "http://127.0.0.1")
 	if err != nil {
 		b.Fatal(err)
 	}
-	path := filepath.Join(dir, boltFile)
+	path := filepath.Join(dir, serve.StoreFile)
 	st, err := store.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -671,19 +682,20 @@ func benchServeHTTP(b *testing.B, engine string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := &serveConfig{http: httpLimits{engine, defaultReadHeaderTimeout, defaultReadTimeout, defaultWriteTimeout, defaultIdleTimeout, defaultShutdownTimeout, defaultMaxHeaderBytes}}
+	cfg := &serve.Config{HTTP: serve.DefaultLimits()}
+	cfg.HTTP.Engine = engine
 	logger := slog.New(slog.DiscardHandler)
-	cfg.server = server.Config{Rooms: []server.RoomConfig{r.roomConfig()}, Logger: logger}
+	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, Logger: logger}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	urls := make(chan string, 1)
 	served := make(chan error, 1)
 	go func() {
-		served <- serveOn(ctx, nil, logger, ln, cfg, st, store.NewLoads(), func(u string) { urls <- u })
+		served <- serve.Serve(ctx, nil, logger, ln, cfg, st, store.NewLoads(), func(u string) { urls <- u })
 	}()
 	base := <-urls
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	if err := r.backfill(ctx, client, base, time.Now()); err != nil {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	if err := r.Backfill(ctx, &client.Client{HTTP: hc}, base, time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	var fileBefore int64
@@ -700,13 +712,13 @@ func benchServeHTTP(b *testing.B, engine string) {
 		target := base + "/v1/steer?_HLS_pathway=%22cdn-a%22&_HLS_throughput=6000000"
 		n := 0
 		for pb.Next() {
-			m, err := demoSteer(ctx, client, target)
+			m, err := (&client.Client{HTTP: hc}).Steer(ctx, target)
 			if err != nil {
 				b.Error(err)
 				return
 			}
 			n++
-			target = onServer(m.reload, base) + "&_HLS_pathway=%22" + m.priority[0] + "%22&_HLS_throughput=6000000"
+			target = onServer(m.Reload, base) + "&_HLS_pathway=%22" + m.Priority[0] + "%22&_HLS_throughput=6000000"
 		}
 		mu.Lock()
 		decisions += n
@@ -755,10 +767,10 @@ func benchServeHTTP(b *testing.B, engine string) {
 // cleanly when its context ends.
 func TestServeTLS(t *testing.T) {
 	for _, c := range []struct{ engine, doc string }{
-		{engineStd, ""},
-		{engineFast, "[http]\nengine = \"fasthttp\"\n"},
+		{serve.EngineStd, ""},
+		{serve.EngineFast, "[http]\nengine = \"fasthttp\"\n"},
 	} {
-		t.Run(strings.ReplaceAll(c.engine, "/", "-"), func(t *testing.T) { testServeTLS(t, c.doc, c.engine == engineStd) })
+		t.Run(strings.ReplaceAll(c.engine, "/", "-"), func(t *testing.T) { testServeTLS(t, c.doc, c.engine == serve.EngineStd) })
 	}
 }
 
@@ -786,7 +798,7 @@ func testServeTLS(t *testing.T, httpDoc string, wantHTTP2 bool) {
 	os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 	os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
 	doc := "tls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n" + httpDoc + "[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
-	cfg, err := parseServeConfig(filepath.Join(dir, "serve.toml"), []byte(doc), os.Getenv)
+	cfg, err := serve.Parse(filepath.Join(dir, "serve.toml"), []byte(doc), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -800,7 +812,7 @@ func testServeTLS(t *testing.T, httpDoc string, wantHTTP2 bool) {
 	urls := make(chan string, 1)
 	served := make(chan error, 1)
 	go func() {
-		served <- serveOn(ctx, nil, logger, ln, cfg, store.NewMemory(), store.NewLoads(), func(u string) { urls <- u })
+		served <- serve.Serve(ctx, nil, logger, ln, cfg, store.NewMemory(), store.NewLoads(), func(u string) { urls <- u })
 	}()
 	var u string
 	select {
@@ -817,8 +829,8 @@ func testServeTLS(t *testing.T, httpDoc string, wantHTTP2 bool) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
-	resp, err := client.Get(u + "/healthz")
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	resp, err := hc.Get(u + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -826,7 +838,7 @@ func testServeTLS(t *testing.T, httpDoc string, wantHTTP2 bool) {
 	if resp.StatusCode != http.StatusOK || (resp.ProtoMajor == 2) != wantHTTP2 {
 		t.Errorf("%s over %s", resp.Status, resp.Proto)
 	}
-	resp, err = client.Get(u + "/v1/steer")
+	resp, err = hc.Get(u + "/v1/steer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -849,11 +861,11 @@ func testServeTLS(t *testing.T, httpDoc string, wantHTTP2 bool) {
 // (the operator's file is outside bytes too). Seeds: the documented example and the mistakes above.
 func FuzzServeConfig(f *testing.F) {
 	dir := f.TempDir()
-	r, err := newDemoRoom("fuzz", "http://127.0.0.1")
+	r, err := demo.NewRoom("fuzz", "http://127.0.0.1")
 	if err != nil {
 		f.Fatal(err)
 	}
-	if _, err := writeServeFiles(dir, r, "127.0.0.1:0", "data"); err != nil {
+	if _, err := r.WriteFiles(dir, "127.0.0.1:0", "data"); err != nil {
 		f.Fatal(err)
 	}
 	example, err := os.ReadFile(filepath.Join("testdata", "serve", "example.toml"))
@@ -867,17 +879,27 @@ func FuzzServeConfig(f *testing.F) {
 	}
 	name := filepath.Join(dir, "serve.toml")
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		cfg, err := parseServeConfig(name, doc, func(string) string { return "" })
+		cfg, err := serve.Parse(name, doc, func(string) string { return "" })
 		if err != nil {
 			return
 		}
-		if len(cfg.server.Rooms) == 0 {
+		if len(cfg.Server.Rooms) == 0 {
 			t.Error("accepted with no room")
 		}
-		for i, rc := range cfg.server.Rooms {
+		for i, rc := range cfg.Server.Rooms {
 			if rc.Descriptor == nil || rc.SteeringKey.IsZero() {
 				t.Errorf("room %d accepted without its descriptor or steering key", i)
 			}
 		}
 	})
+}
+
+// postResults posts records and returns the server's result for each,
+// refused ones included.
+func postResults(ctx context.Context, hc *http.Client, target string, body []byte) ([]api.RecordResult, error) {
+	a, err := (&client.Client{HTTP: hc}).PostRecords(ctx, target, body)
+	if a == nil {
+		return nil, err
+	}
+	return a.Results, nil
 }

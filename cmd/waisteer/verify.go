@@ -5,20 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/reason"
-	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/verify"
 )
@@ -80,9 +75,15 @@ func runVerify(e *env, args []string) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		defer cancel()
-		in, err = fetchInput(ctx, newFetchClient(), *decisionURL, pin)
+		in, err = client.New().FetchInput(ctx, *decisionURL, pin)
+		var rf *client.Refusal
+		if errors.As(err, &rf) {
+			// What could not be fetched, or the pinned authority, is
+			// refused like any step of §9.1: an outcome object.
+			return printOutcome(e, outcome{Outcome: "refuse", Reason: string(rf.Code), Where: rf.Where}, rf)
+		}
 		if err != nil {
-			return err
+			return usagef("-url: %v", err)
 		}
 		if *manifestFile != "" {
 			if in.Manifest, err = os.ReadFile(*manifestFile); err != nil {
@@ -130,21 +131,26 @@ func runVerify(e *env, args []string) error {
 // it (COMPANION §8), exiting 1 on a refusal.
 func printVerdict(e *env, in verify.Input) error {
 	facts, verr := verify.Verify(in)
-	out := outcome{Outcome: "accept", Facts: facts}
-	var re *reason.Error
-	if verr != nil {
-		if !errors.As(verr, &re) {
-			return verr
-		}
-		out = outcome{Outcome: "refuse", Reason: string(re.Code), Where: re.Place}
+	if verr == nil {
+		return printOutcome(e, outcome{Outcome: "accept", Facts: facts}, nil)
 	}
+	var re *reason.Error
+	if !errors.As(verr, &re) {
+		return verr
+	}
+	return printOutcome(e, outcome{Outcome: "refuse", Reason: string(re.Code), Where: re.Place}, re)
+}
+
+// printOutcome prints the outcome on standard output and, for a refusal,
+// why on standard error, exiting 1.
+func printOutcome(e *env, out outcome, why error) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
 		return err
 	}
-	if re != nil {
-		fmt.Fprintf(e.stderr, "waisteer verify: refused: %v\n", re)
+	if out.Outcome != "accept" {
+		fmt.Fprintf(e.stderr, "waisteer verify: refused: %v\n", why)
 		return exitCode(1)
 	}
 	return nil
@@ -187,161 +193,4 @@ func readRecords(path string) ([][]byte, error) {
 		out = append(out, rs...)
 	}
 	return out, nil
-}
-
-// What a server may send for each thing `verify -url` fetches: each bound is
-// above the largest the text lets that thing be, so that an honest answer
-// always fits and a hostile one cannot exhaust the verifier.
-const (
-	maxDescriptorBytes = 64 << 10 // a name of at most 64 bytes and two keys (COMPANION §4)
-	maxKeyLogBytes     = 16 << 20 // COMPANION §4 bounds no count of entries
-	maxPolicyBytes     = 4 << 20  // 32 pathways of 255 params and 255 hops (§3.1, §3.2)
-	maxDecisionBytes   = 1 << 20  // 32 pathways of 255 digests (§7.1)
-	maxRecordBytes     = 4 << 10  // 227 + 10 × 255 (COMPANION §5)
-	fetchWorkers       = 8        // records fetched at once
-)
-
-// newFetchClient is the HTTP client of `verify -url`: bounded waits at each
-// stage, a few connections to the one server.
-func newFetchClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.ResponseHeaderTimeout = 15 * time.Second
-	t.MaxIdleConnsPerHost = fetchWorkers
-	return &http.Client{Transport: t, Timeout: 30 * time.Second}
-}
-
-// fetchInput fetches a decision by its URL and everything a verifier needs
-// for it from the same scheme and host (the server's /v1/ routes): the
-// room's descriptor and key log head, the policy and each record the
-// decision names (§9.1's inputs). A record the server does not hold is left
-// out, so that the verifier refuses it record_missing at its place; a
-// decision, descriptor or policy it does not hold is an error, since there
-// is then nothing to verify. With authority, a room whose descriptor names
-// another authority is refused before its key log, policy and records are
-// fetched: the server could otherwise answer with a room of its own,
-// consistent and signed by keys it holds. The descriptor's signature is
-// still the verifier's to check (COMPANION §4.1 step 2).
-func fetchInput(ctx context.Context, client *http.Client, decisionURL string, authority *sig.PublicKey) (verify.Input, error) {
-	var in verify.Input
-	u, err := url.Parse(decisionURL)
-	if err != nil {
-		return in, fmt.Errorf("-url: %v", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return in, fmt.Errorf("-url %q: an http or https URL is needed", decisionURL)
-	}
-	// §8.4: a decision's URI is decision_uri followed by its digest, 64
-	// hexadecimal digits, whether decision_uri ends in a path or a query.
-	named, err := sig.ParseHash(decisionURL[max(0, len(decisionURL)-2*sig.HashSize):])
-	if err != nil || u.Fragment != "" {
-		return in, fmt.Errorf("-url %q does not end in a decision's digest (§8.4): %v", decisionURL, err)
-	}
-	base := u.Scheme + "://" + u.Host
-
-	get := func(what, target string, limit int64, required bool) ([]byte, error) {
-		b, err := fetch(ctx, client, target, limit)
-		if errors.Is(err, errNotFound) && !required {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("fetching %s: %w", what, err)
-		}
-		return b, nil
-	}
-
-	if in.Decision, err = get("the decision", u.String(), maxDecisionBytes, true); err != nil {
-		return in, err
-	}
-	// The bytes must be the decision the URL names (§7.3's digest): the
-	// verifier checks a decision, and this is the one asked about.
-	if len(in.Decision) < sig.SignatureSize || sig.Digest(in.Decision[:len(in.Decision)-sig.SignatureSize]) != named {
-		return in, fmt.Errorf("the server answered %d bytes that are not the decision %s the URL names", len(in.Decision), named)
-	}
-	d, err := decision.Parse(in.Decision)
-	if err != nil {
-		return in, fmt.Errorf("the decision %s does not read, so its room and policy are not known: %w", named, err)
-	}
-
-	if in.Descriptor, err = get("the room descriptor", base+"/v1/rooms/"+d.Room.String()+"/descriptor", maxDescriptorBytes, true); err != nil {
-		return in, err
-	}
-	if authority != nil {
-		desc, err := room.ParseDescriptor(in.Descriptor)
-		if err != nil {
-			return in, fmt.Errorf("the server's descriptor of room %s does not read, so its authority is not known: %w", d.Room, err)
-		}
-		if desc.Authority != *authority {
-			return in, fmt.Errorf("refused: the server's room %s has the authority %s, not the pinned %s", d.Room, desc.Authority, *authority)
-		}
-	}
-	if in.KeyLogHead, err = get("the key log head", base+"/v1/rooms/"+d.Room.String()+"/keylog", maxKeyLogBytes, false); err != nil {
-		return in, err
-	}
-	if in.Policy, err = get("the policy", base+"/v1/policies/"+d.Policy.String(), maxPolicyBytes, true); err != nil {
-		return in, err
-	}
-
-	// The records, in the order the decision names them, a few at a time.
-	var digests []sig.Hash
-	for i := range d.Pathways {
-		digests = append(digests, d.Pathways[i].Records...)
-	}
-	records := make([][]byte, len(digests))
-	errs := make([]error, len(digests))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(fetchWorkers, len(digests)) {
-		wg.Go(func() {
-			for i := range next {
-				records[i], errs[i] = get("record "+digests[i].String(), base+"/v1/records/"+digests[i].String(), maxRecordBytes, false)
-			}
-		})
-	}
-	for i := range digests {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return in, err
-	}
-	for _, r := range records {
-		if r != nil {
-			in.Records = append(in.Records, r)
-		}
-	}
-	return in, nil
-}
-
-// errNotFound is a 404 answer.
-var errNotFound = errors.New("404 Not Found")
-
-// fetch GETs target and returns its body, refusing one of more than limit
-// bytes and any status but 200.
-func fetch(ctx context.Context, client *http.Client, target string, limit int64) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("User-Agent", "waisteer-verify")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return nil, fmt.Errorf("%s: %w", target, errNotFound)
-	default:
-		return nil, fmt.Errorf("%s: %s", target, resp.Status)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", target, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: the answer is more than %d bytes", target, limit)
-	}
-	return b, nil
 }

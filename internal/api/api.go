@@ -217,3 +217,14 @@ const HopNotInPolicy Code = "hop_not_in_policy"
 type RecordsAnswer struct {
 	Results []RecordResult `json:"results"`
 }
+
+// The most each thing the interface carries may be, beside the text's own
+// bounds: each is above the largest the text lets that thing be, so that an
+// honest answer always fits and a hostile one cannot exhaust its reader.
+const (
+	MaxDescriptorBytes = 64 << 10 // a name of at most 64 bytes and two keys (COMPANION §4)
+	MaxKeyLogBytes     = 16 << 20 // COMPANION §4 bounds no count of entries
+	MaxPolicyBytes     = 4 << 20  // 32 pathways of 255 params and 255 hops (§3.1, §3.2)
+	MaxDecisionBytes   = 1 << 20  // 32 pathways of 255 digests (§7.1)
+	MaxRecordBytes     = 4 << 10  // 227 + 10 × 255 (COMPANION §5)
+)

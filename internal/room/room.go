@@ -124,15 +124,21 @@ func Open(descriptor, head []byte) (*Room, error) {
 	if a.Revoked {
 		return nil, reason.New(reason.AuthorityRevoked, "the key log head (seq %d) marks the authority %s revoked", h.Seq, d.Authority)
 	}
-	r.head = h
+	r.head, r.entries = h, standings(h)
+	return r, nil
+}
+
+// standings is what a head's entries let each key do.
+func standings(h *KeyLogHead) map[sig.PublicKey]standing {
+	m := make(map[sig.PublicKey]standing, len(h.Entries))
 	for _, e := range h.Entries {
 		s := standing{revoked: e.Revoked}
-		for _, m := range e.MaySign {
-			s.grants |= grantOf(m)
+		for _, a := range e.MaySign {
+			s.grants |= grantOf(a)
 		}
-		r.entries[e.Key] = s
+		m[e.Key] = s
 	}
-	return r, nil
+	return m
 }
 
 // ID is the room id (COMPANION §4).
@@ -224,7 +230,13 @@ func (r *Room) maySign(key sig.PublicKey, need grants, what string) error {
 // lacking an authority, hop_not_authorised. A room with no key log
 // authorises no hop; the authority is a hop like any other key.
 func (r *Room) MaySignRecord(hop sig.PublicKey, class evidence.Class) error {
-	s, listed := r.entries[hop]
+	return maySignRecord(r.head != nil, r.entries, hop, class)
+}
+
+// maySignRecord is MaySignRecord over a key log's standings; hasHead is
+// false for a room with no key log.
+func maySignRecord(hasHead bool, entries map[sig.PublicKey]standing, hop sig.PublicKey, class evidence.Class) error {
+	s, listed := entries[hop]
 	need := grantHop
 	if class != evidence.Unmetered {
 		if !class.IsClass() {
@@ -233,7 +245,7 @@ func (r *Room) MaySignRecord(hop sig.PublicKey, class evidence.Class) error {
 		need |= energyGrant(class)
 	}
 	switch {
-	case r.head == nil:
+	case !hasHead:
 		return reason.New(reason.HopNotAuthorised, "the room has no key log, which authorises no hop (%s)", hop)
 	case !listed:
 		return reason.New(reason.HopNotAuthorised, "the key log lists no hop %s", hop)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // The report of `waisteer bench`.
 
@@ -23,10 +23,10 @@ func (r *benchReport) write(w io.Writer) {
 	fmt.Fprintf(w, "machine      %s\n             %s\n", r.machine[0], r.machine[1])
 	fmt.Fprintf(w, "disk         a 4 KiB write and fdatasync: median %s\n", benchDur(r.fsync))
 	fmt.Fprintf(w, "load average %s before, %s after\n", r.loadAvg[0], r.loadAvg[1])
-	fmt.Fprintf(w, "load         %d clients (keep-alive HTTP/1.1 on loopback, on the same cores as the servers), %d players:\n", o.clients, benchPlayersOf(o))
+	fmt.Fprintf(w, "load         %d clients (keep-alive HTTP/1.1 on loopback, on the same cores as the servers), %d players:\n", o.Clients, benchPlayersOf(o))
 	fmt.Fprintln(w, "             half HLS, half DASH reports; a quarter with CMCD (query or header); 1 in 8 at the floor tier;")
-	fmt.Fprintf(w, "             each server: %s warm-up, %s saturated (closed loop; the server and (c) in turns of at most %s), %s paced at half that rate\n", o.warmup, o.duration, benchRound, o.duration)
-	if o.quick {
+	fmt.Fprintf(w, "             each server: %s warm-up, %s saturated (closed loop; the server and (c) in turns of at most %s), %s paced at half that rate\n", o.Warmup, o.Duration, benchRound, o.Duration)
+	if o.Quick {
 		fmt.Fprintln(w, "             -quick: a smoke run; these figures mean little")
 	}
 	fmt.Fprintln(w)
@@ -38,7 +38,7 @@ func (r *benchReport) write(w io.Writer) {
 		}
 		return strings.Join(s, " ")
 	}
-	fmt.Fprintf(w, "Steering: waisteer serve behind %s on its bbolt store; each manifest is sent once its decision is fsynced (group commit)\n", r.o.engine)
+	fmt.Fprintf(w, "Steering: waisteer serve behind %s on its bbolt store; each manifest is sent once its decision is fsynced (group commit)\n", r.o.Engine)
 	fmt.Fprintf(w, "  %-34s %s\n", "", col(func(run *benchRealRun) string { return fmt.Sprintf("%d pathways", run.n) }))
 	fmt.Fprintf(w, "  %-34s %s\n", "decision (WSD1) / manifest bytes", col(func(run *benchRealRun) string { return fmt.Sprintf("%d / %d", run.decisionBytes, run.manifestBytes) }))
 	fmt.Fprintf(w, "  %-34s %s\n", "decisions/s at saturation", col(func(run *benchRealRun) string { return benchRate(run.served.rate) }))
@@ -127,9 +127,9 @@ func (r *benchReport) index(run *benchRealRun) int {
 	return 0
 }
 
-func benchPlayersOf(o benchOptions) int {
-	per := max(1, (o.players+o.clients-1)/o.clients)
-	return per * o.clients
+func benchPlayersOf(o Options) int {
+	per := max(1, (o.Players+o.Clients-1)/o.Clients)
+	return per * o.Clients
 }
 
 func benchRatio(x, y float64) float64 {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // The load generator of `waisteer bench`: closed-loop players on keep-alive
 // HTTP/1.1 connections over loopback. Each connection is written and read

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // The children of `waisteer bench`: the real server with an optional
 // profiling listener, and the plain servers it is measured against.
@@ -9,53 +9,43 @@ import (
 	"crypto/ed25519"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/internal/server"
 )
 
-// runBenchServe is `waisteer serve` (the same configuration, store and
-// server) that prints "ready URL" once it listens, for bench; with -pprof
-// it serves profiles on a loopback address, which serve never does.
-func runBenchServe(e *env, args []string) error {
-	fs := newFlags(e, "bench serve", "-c FILE [-pprof 127.0.0.1:PORT]")
-	cfgFile := fs.String("c", "", "the configuration `file`, as serve reads it")
-	pprofAddr := fs.String("pprof", "", "serve CPU, allocation and mutex profiles on this loopback `address`")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 || *cfgFile == "" {
-		return usagef("-c FILE is required, and nothing else")
-	}
-	logger, err := newLogger(e.stderr, "text", "warn")
+// ServeChild is `waisteer bench serve`: `waisteer serve` of the
+// configuration cfgFile (the same configuration, store and server) that
+// prints "ready URL" on stdout once it listens, for bench; with pprofAddr
+// it serves profiles on that loopback address, which serve never does.
+func ServeChild(ctx context.Context, stop func(), stdout, stderr io.Writer, cfgFile, pprofAddr string) error {
+	logger, err := serve.NewLogger(stderr, "text", "warn")
 	if err != nil {
 		return err
 	}
-	cfg, err := loadServeConfig(*cfgFile, os.Getenv)
+	cfg, err := serve.Load(cfgFile, os.Getenv)
 	if err != nil {
 		return err
 	}
-	cfg.server.Logger = logger
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *pprofAddr != "" {
-		u, err := benchProfiles(ctx, *pprofAddr)
+	cfg.Server.Logger = logger
+	if pprofAddr != "" {
+		u, err := benchProfiles(ctx, pprofAddr)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "pprof %s\n", u)
+		fmt.Fprintf(stdout, "pprof %s\n", u)
 	}
-	return openAndServe(ctx, stop, logger, cfg, func(u string) { fmt.Fprintf(e.stdout, "ready %s\n", u) })
+	return serve.Run(ctx, stop, logger, cfg, func(u string) { fmt.Fprintf(stdout, "ready %s\n", u) })
 }
 
 // benchProfiles serves the process's profiles on a loopback address until
@@ -64,7 +54,7 @@ func runBenchServe(e *env, args []string) error {
 func benchProfiles(ctx context.Context, addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		return "", usagef("-pprof %q: a loopback address, such as 127.0.0.1:6060", addr)
+		return "", fmt.Errorf("-pprof %q: a loopback address, such as 127.0.0.1:6060", addr)
 	}
 	runtime.SetMutexProfileFraction(10)
 	mux := http.NewServeMux()
@@ -106,27 +96,18 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 // benchSink keeps the plain server's signatures observable.
 var benchSink atomic.Uint32
 
-// runBenchPlain is the baseline servers (b) and (c): net/http answering
-// every request with a fixed manifest and, with -sign, after an Ed25519
-// signature of the message the file holds.
-func runBenchPlain(e *env, args []string) error {
-	fs := newFlags(e, "bench plain", "-manifest FILE [-sign FILE] [-listen ADDR]")
-	manifestFile := fs.String("manifest", "", "the `file` of the manifest to answer")
-	signFile := fs.String("sign", "", "sign the message in this `file` for every request")
-	listen := fs.String("listen", "127.0.0.1:0", "the `address` to listen on")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 || *manifestFile == "" {
-		return usagef("-manifest FILE is required")
-	}
-	manifest, err := os.ReadFile(*manifestFile)
+// PlainChild is `waisteer bench plain`, the baseline servers (b) and (c):
+// net/http on listen answering every request with the manifest in
+// manifestFile and, when signFile is not "", after an Ed25519 signature of
+// the message it holds; until ctx ends.
+func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, signFile, listen string) error {
+	manifest, err := os.ReadFile(manifestFile)
 	if err != nil {
 		return err
 	}
 	var msg []byte
-	if *signFile != "" {
-		if msg, err = os.ReadFile(*signFile); err != nil {
+	if signFile != "" {
+		if msg, err = os.ReadFile(signFile); err != nil {
 			return err
 		}
 	}
@@ -143,17 +124,15 @@ func runBenchPlain(e *env, args []string) error {
 		hd.Set("Content-Length", length)
 		w.Write(manifest)
 	})
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: defaultReadHeaderTimeout, IdleTimeout: defaultIdleTimeout,
-		ErrorLog: slog.NewLogLogger(slog.NewTextHandler(e.stderr, nil), slog.LevelWarn)}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: serve.DefaultReadHeaderTimeout, IdleTimeout: serve.DefaultIdleTimeout,
+		ErrorLog: slog.NewLogLogger(slog.NewTextHandler(stderr, nil), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(e.stdout, "ready http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "ready http://%s\n", ln.Addr())
 	select {
 	case err := <-served:
 		return err
