@@ -37,6 +37,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -610,35 +611,18 @@ func (b *bencher) profile(c *benchChild, name string, d time.Duration, heaps boo
 
 // benchFetch writes what a GET of path on addr answers into the file name.
 func benchFetch(addr, path, name string) error {
-	resp, err := http.Get("http://" + addr + path)
+	b, err := benchGet(context.Background(), addr, path)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return os.WriteFile(name, b, 0o644)
 }
 
-// get makes one GET on a fresh connection and returns the body of a 200.
-func benchGet(addr, target string) ([]byte, error) {
-	c := &benchConn{addr: addr}
-	defer c.close()
-	c.req = fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: steer.example\r\n\r\n", target)
-	status, body, err := c.roundTrip()
-	if err == nil && status != http.StatusOK {
-		err = fmt.Errorf("GET %s: status %d: %s", target, status, body)
-	}
-	return bytes.Clone(body), err
+// benchGet fetches target from the server at addr, which must answer 200.
+func benchGet(ctx context.Context, addr, target string) ([]byte, error) {
+	c := client.New()
+	c.HTTP.Timeout = 15 * time.Minute // a CPU profile takes as long as it was asked to
+	return c.Get(ctx, "http://"+addr+target, 1<<30)
 }
 
 // post posts records on c and returns the answer's status.
@@ -680,18 +664,16 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, *benchServed,
 	// A full window of records, and the period before it (§5.1), then a
 	// hop's record each period as it ends, well within the lag.
 	p := r.sc.Policy
-	post := &benchConn{addr: c.addr}
-	defer post.close()
+	hc := client.New()
+	records := "http://" + c.addr + r.recordsPath()
 	end := uint64(time.Now().UnixMicro()) / p.PeriodUs * p.PeriodUs
-	if status, body, err := benchPost(post, r.recordsPath(), r.periods(end-p.WindowUs-p.PeriodUs, end)); err != nil || status != http.StatusOK {
-		return nil, nil, fmt.Errorf("the window's records: %d %s %v", status, body, err)
+	if _, err := hc.PostRecords(ctx, records, r.periods(end-p.WindowUs-p.PeriodUs, end)); err != nil {
+		return nil, nil, fmt.Errorf("the window's records: %w", err)
 	}
 	hopCtx, hopsDone := context.WithCancel(ctx)
 	hops := make(chan struct{})
 	go func() {
 		defer close(hops)
-		poster := &benchConn{addr: c.addr}
-		defer poster.close()
 		for {
 			now := uint64(time.Now().UnixMicro())
 			next := (now/p.PeriodUs + 1) * p.PeriodUs
@@ -700,8 +682,8 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, *benchServed,
 				return
 			case <-time.After(time.Duration(next-now)*time.Microsecond + 500*time.Millisecond):
 			}
-			if status, body, err := benchPost(poster, r.recordsPath(), r.periods(next-p.PeriodUs, next)); err != nil || status != http.StatusOK {
-				b.logf("a period's records: %d %s %v", status, body, err)
+			if _, err := hc.PostRecords(hopCtx, records, r.periods(next-p.PeriodUs, next)); err != nil && hopCtx.Err() == nil {
+				b.logf("a period's records: %v", err)
 			}
 		}
 	}()
@@ -715,7 +697,7 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, *benchServed,
 	}
 
 	// A manifest and its decision, for the baselines.
-	if run.manifest, err = benchGet(c.addr, r.path+"?_HLS_pathway=%22p00%22&_HLS_throughput=5000000"); err != nil {
+	if run.manifest, err = benchGet(ctx, c.addr, r.path+"?_HLS_pathway=%22p00%22&_HLS_throughput=5000000"); err != nil {
 		return nil, nil, err
 	}
 	l.answered.Add(1)
@@ -731,7 +713,7 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, *benchServed,
 		return nil, nil, fmt.Errorf("a manifest without its decision: %s", run.manifest)
 	}
 	digest := string(uri[len(uri)-2*sig.HashSize:])
-	raw, err := benchGet(c.addr, "/v1/decisions/"+digest)
+	raw, err := benchGet(ctx, c.addr, "/v1/decisions/"+digest)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -806,7 +788,6 @@ func (b *bencher) real(ctx context.Context, n int) (*benchRealRun, *benchServed,
 	hopsDone()
 	<-hops
 	l.close()
-	post.close()
 	if err := c.stop(); err != nil {
 		c = nil
 		return nil, nil, err
@@ -874,7 +855,7 @@ func (b *bencher) ingestPhase(ctx context.Context, c *benchChild, path string, b
 // metrics.
 func benchGroups(addr string) ([2]float64, bool) {
 	var g [2]float64
-	m, err := benchGet(addr, "/metrics")
+	m, err := benchGet(context.Background(), addr, "/metrics")
 	if err != nil {
 		return g, false
 	}
