@@ -499,12 +499,6 @@ func Refused() []Case {
 	add(um.refuse("pathway: unmetered hop summed as zero", reason.UnmeteredAsZero, "pathway/1", func(c *Case) {
 		um.redecide(c, func(d *decision.Decision) { stateFigure(c.Records, um.sc.Policy, d, 1) })
 	}))
-	add(um.refuse("pathway: unmetered and stale, stated as a figure", reason.UnmeteredAsZero, "pathway/1", func(c *Case) {
-		um.redecide(c, func(d *decision.Decision) {
-			d.Pathways[1].Records = d.Pathways[1].Records[1:]
-			stateFigure(c.Records, um.sc.Policy, d, 1)
-		})
-	}))
 	add(um.refuse("output: unknown pathway preferred", reason.UnknownPreferred, "output", func(c *Case) {
 		um.redecide(c, func(d *decision.Decision) {
 			d.Priority = []uint8{1, 0, 2}
@@ -517,12 +511,6 @@ func Refused() []Case {
 	mx := newFixture(spec)
 	add(mx.refuse("pathway: two classes summed", reason.ClassesSummed, "pathway/1", func(c *Case) {
 		mx.redecide(c, func(d *decision.Decision) { stateFigure(c.Records, mx.sc.Policy, d, 1) })
-	}))
-	add(mx.refuse("pathway: two classes and stale, stated as a figure", reason.ClassesSummed, "pathway/1", func(c *Case) {
-		mx.redecide(c, func(d *decision.Decision) {
-			d.Pathways[1].Records = d.Pathways[1].Records[:3]
-			stateFigure(c.Records, mx.sc.Policy, d, 1)
-		})
 	}))
 	add(mx.refuse("output: mixed pathway preferred", reason.UnknownPreferred, "output", func(c *Case) {
 		mx.redecide(c, func(d *decision.Decision) { d.Priority = []uint8{1, 0, 2} })
