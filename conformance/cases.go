@@ -387,6 +387,12 @@ func Extra() []Case {
 	c.KeyLogHead = []byte{0x82, 0x40}
 	cs = append(cs, c)
 
+	// A client with a short buffer held on b, which has no figure (its hops
+	// of two classes), a with none either (unmetered): §6.4 step 1 holds it
+	// whatever its pathway's evidence (§12). The base of two refusals at
+	// §9.1 step 6.
+	cs = append(cs, newHeld().accept("client with a short buffer held on a pathway with no figure"))
+
 	// Ids of capitals, digits, dots, dashes and underscores, figures of
 	// class Estimator, and a DASH report read from a request of the corpus
 	// ("dash: ids with dots, dashes and underscores").

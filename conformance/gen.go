@@ -17,11 +17,16 @@ import (
 const Path = "conformance/steering/vectors.json"
 
 // Cases returns every vector of the corpus in the file's order: §11's
-// accepted vectors, the others accepted, then the refused.
+// accepted vectors, the others accepted, the refused of one defect, then
+// those of two (Pairs).
 func Cases() []Case {
 	cs := Accepted()
 	cs = append(cs, Extra()...)
-	return append(cs, Refused()...)
+	cs = append(cs, Refused()...)
+	for _, p := range Pairs() {
+		cs = append(cs, p.Make(true, true))
+	}
+	return cs
 }
 
 // Input is the verifier's input of a case.

@@ -30,6 +30,45 @@ func refusalSpec() scenario.Spec {
 	return scenario.Spec{Policy: func(p *policy.Policy) { p.WindowUs = 2 * scenario.Period }}
 }
 
+// heldSpec is refusalSpec with no figure on a (its interior hop unmetered)
+// or b (its interior hop OnChipCounter beside ModelBased): c alone has one.
+func heldSpec() scenario.Spec {
+	pws := scenario.DefaultPathways()
+	pws[0].Hops[1].Class = evidence.Unmetered
+	pws[1].Hops[1].Class = evidence.OnChipCounter
+	spec := refusalSpec()
+	spec.Pathways = pws
+	return spec
+}
+
+// newHeld is heldSpec's fixture: a client on b with a short buffer, held on
+// b (§6.4 step 1), a pathway with no figure.
+func newHeld() fixture {
+	sc := build(heldSpec())
+	return fixture{sc: sc, m: decide(sc, scenario.Request{Session: session(0x41), Report: reportOf(1, 9_000_000, 1_000)})}
+}
+
+// repeatHopKey gives the policy's lowest (or highest) hop key, bytewise, to
+// one more hop: the other hop of its own pathway, or (other) the interior
+// hop of the next pathway. Places stay, so every pathway keeps its edge hop;
+// the key stays the lowest (highest), a key other than it being replaced.
+func repeatHopKey(p *policy.Policy, lowest, other bool) {
+	bi, bk := 0, 0
+	for i := range p.Pathways {
+		for k := range p.Pathways[i].Hops {
+			c := bytes.Compare(p.Pathways[i].Hops[k].Key[:], p.Pathways[bi].Hops[bk].Key[:])
+			if lowest && c < 0 || !lowest && c > 0 {
+				bi, bk = i, k
+			}
+		}
+	}
+	ti, tk := bi, 1-bk // each pathway of refusalSpec has two hops
+	if other {
+		ti, tk = (bi+1)%len(p.Pathways), 1
+	}
+	p.Pathways[ti].Hops[tk].Key = p.Pathways[bi].Hops[bk].Key
+}
+
 // fixture is a base scenario and an accepted decision made from it, from
 // which a refused case changes one thing.
 type fixture struct {
@@ -222,6 +261,12 @@ func Refused() []Case {
 	add(resign("policy: initial is not a pathway", func(p *policy.Policy) { p.Initial = 3 }))
 	add(resign("policy: a pathway with no edge hop", func(p *policy.Policy) { p.Pathways[1].Hops[0].Place = policy.Interior }))
 	add(resign("policy: a hop in two pathways", func(p *policy.Policy) { p.Pathways[2].Hops[1].Key = p.Pathways[0].Hops[1].Key }))
+	// A hop key repeated where a reader that compares sorted neighbours but
+	// skips the first pair (or index 0), or stops before the last, would not
+	// look: the lowest key of the policy, bytewise, given to the other hop of
+	// its own pathway, and the highest to a hop of another pathway.
+	add(resign("policy: the lowest hop key twice, in one pathway", func(p *policy.Policy) { repeatHopKey(p, true, false) }))
+	add(resign("policy: the highest hop key twice, in two pathways", func(p *policy.Policy) { repeatHopKey(p, false, true) }))
 	add(resign("policy: minimum shares above 10^6", func(p *policy.Policy) {
 		p.Pathways[0].MinSharePPM, p.Pathways[2].MinSharePPM = 600_000, 400_001
 	}))
@@ -452,13 +497,7 @@ func Refused() []Case {
 	spec.Pathways = pws
 	um := newFixture(spec)
 	add(um.refuse("pathway: unmetered hop summed as zero", reason.UnmeteredAsZero, "pathway/1", func(c *Case) {
-		um.redecide(c, func(d *decision.Decision) { stateFigure(um.sc, d, 1) })
-	}))
-	add(um.refuse("pathway: unmetered and stale, stated as a figure", reason.UnmeteredAsZero, "pathway/1", func(c *Case) {
-		um.redecide(c, func(d *decision.Decision) {
-			d.Pathways[1].Records = d.Pathways[1].Records[1:]
-			stateFigure(um.sc, d, 1)
-		})
+		um.redecide(c, func(d *decision.Decision) { stateFigure(c.Records, um.sc.Policy, d, 1) })
 	}))
 	add(um.refuse("output: unknown pathway preferred", reason.UnknownPreferred, "output", func(c *Case) {
 		um.redecide(c, func(d *decision.Decision) {
@@ -471,16 +510,22 @@ func Refused() []Case {
 	spec.Pathways = pws
 	mx := newFixture(spec)
 	add(mx.refuse("pathway: two classes summed", reason.ClassesSummed, "pathway/1", func(c *Case) {
-		mx.redecide(c, func(d *decision.Decision) { stateFigure(mx.sc, d, 1) })
-	}))
-	add(mx.refuse("pathway: two classes and stale, stated as a figure", reason.ClassesSummed, "pathway/1", func(c *Case) {
-		mx.redecide(c, func(d *decision.Decision) {
-			d.Pathways[1].Records = d.Pathways[1].Records[:3]
-			stateFigure(mx.sc, d, 1)
-		})
+		mx.redecide(c, func(d *decision.Decision) { stateFigure(c.Records, mx.sc.Policy, d, 1) })
 	}))
 	add(mx.refuse("output: mixed pathway preferred", reason.UnknownPreferred, "output", func(c *Case) {
 		mx.redecide(c, func(d *decision.Decision) { d.Priority = []uint8{1, 0, 2} })
+	}))
+
+	// §9.1 step 6 gives unknown_preferred only when the stated first has no
+	// figure and the rule's first has one. A client with a short buffer held
+	// on b, which has no figure: both other combinations are
+	// decision_mismatch.
+	ho := newHeld()
+	add(ho.refuse("output: stated first and the rule's first both without a figure", reason.DecisionMismatch, "output", func(c *Case) {
+		ho.redecide(c, func(d *decision.Decision) { d.Priority = []uint8{0, 1, 2} })
+	}))
+	add(ho.refuse("output: a figure stated first, the rule's first without one", reason.DecisionMismatch, "output", func(c *Case) {
+		ho.redecide(c, func(d *decision.Decision) { d.Priority = []uint8{2, 1, 0} })
 	}))
 
 	// §9.1 step 6: the output (§6).
@@ -526,15 +571,16 @@ func Refused() []Case {
 	return cs
 }
 
-// stateFigure states pathway i with the figure its records would give if
-// every record were metered and of the first record's class: J the sum of
-// all joules, D the edge hops' delivery.
-func stateFigure(sc *scenario.Scenario, d *decision.Decision, i int) {
+// stateFigure states pathway i of d with the figure its records would give
+// if every record were metered and of the first metered record's class: J
+// the sum of every record's joules, D the edge hops' media bytes out.
+// Records are found among given by digest.
+func stateFigure(given [][]byte, p *policy.Policy, d *decision.Decision, i int) {
 	s := &d.Pathways[i]
 	s.Joules, s.Delivery = num.U128{}, num.U128{}
 	var class evidence.Class
 	for _, h := range s.Records {
-		for _, raw := range sc.Records {
+		for _, raw := range given {
 			if evidence.NamedDigest(raw) != h {
 				continue
 			}
@@ -543,9 +589,10 @@ func stateFigure(sc *scenario.Scenario, d *decision.Decision, i int) {
 				class = r.Class
 			}
 			s.Joules, _ = s.Joules.Add64(r.Joules)
-			if sc.Policy.Pathways[i].Hops[slices.IndexFunc(sc.Policy.Pathways[i].Hops, func(h policy.Hop) bool { return h.Key == r.Hop })].Place == policy.Edge {
+			if p.Pathways[i].Hops[slices.IndexFunc(p.Pathways[i].Hops, func(h policy.Hop) bool { return h.Key == r.Hop })].Place == policy.Edge {
 				s.Delivery, _ = s.Delivery.Add64(r.Tracks[0].Bytes)
 			}
+			break
 		}
 	}
 	s.Status, s.Class = evidence.StatusFigure, class
