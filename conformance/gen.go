@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/policy"
@@ -106,4 +109,36 @@ func Generate() ([]byte, error) {
 		return nil, err
 	}
 	return Marshal(f)
+}
+
+// module is the module path of the repository the corpus belongs to.
+const module = "github.com/waisteer/waisteer"
+
+// CheckoutPath finds the corpus of the checkout that holds dir: the
+// directory, or the nearest above it, whose go.mod declares this module, and
+// Path under it. Outside a checkout there is no corpus to find, and none to
+// write over: an error says so.
+func CheckoutPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && declares(b, module) {
+			return filepath.Join(d, filepath.FromSlash(Path)), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("%s is not inside a checkout of %s, which holds the corpus at %s", abs, module, Path)
+		}
+	}
+}
+
+// declares reports whether a go.mod's module directive is mod.
+func declares(gomod []byte, mod string) bool {
+	for line := range strings.SplitSeq(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == mod {
+			return true
+		}
+	}
+	return false
 }

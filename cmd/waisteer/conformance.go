@@ -24,12 +24,21 @@ func init() {
 
 func runConformanceGen(e *env, args []string) error {
 	fs := newFlags(e, "conformance gen", "[-o FILE]")
-	out := fs.String("o", conformance.Path, "the file to write (the default is from the repository's root); - for standard output")
+	out := fs.String("o", "", "the file to write, - for standard output (default: "+conformance.Path+" of the checkout around the working directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return usagef("no arguments expected, got %q", fs.Args())
+	}
+	if *out == "" {
+		// Only over the corpus of a checkout: never a stray copy in
+		// whatever directory the command was run from.
+		p, err := conformance.CheckoutPath(".")
+		if err != nil {
+			return usagef("%v; give -o FILE", err)
+		}
+		*out = p
 	}
 	b, err := conformance.Generate()
 	if err != nil {
@@ -50,9 +59,14 @@ func runConformanceVerify(e *env, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	path := conformance.Path
+	var path string
 	switch fs.NArg() {
 	case 0:
+		p, err := conformance.CheckoutPath(".")
+		if err != nil {
+			return usagef("%v; give FILE", err)
+		}
+		path = p
 	case 1:
 		path = fs.Arg(0)
 	default:

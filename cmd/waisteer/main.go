@@ -93,6 +93,31 @@ func help(e *env) {
 	fmt.Fprintln(e.stdout, "`waisteer <command> -h` prints a command's flags.")
 }
 
+// group prints the usage of a group of commands ("policy" for "policy
+// sign" and "policy show") when args name one without a command of it, and
+// reports whether they did.
+func group(e *env, args []string) bool {
+	var names []string
+	for n := range commands {
+		if strings.HasPrefix(n, args[0]+" ") {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return false
+	}
+	sort.Strings(names)
+	if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
+		fmt.Fprintf(e.stderr, "waisteer %s: unknown command %q\n", args[0], args[1])
+	}
+	fmt.Fprintf(e.stderr, "usage: waisteer %s <command> [flags] [args]\n\n", args[0])
+	for _, n := range names {
+		fmt.Fprintf(e.stderr, "  %-18s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(e.stderr, "\n`waisteer %s <command> -h` prints a command's flags.\n", args[0])
+	return true
+}
+
 // run is main without the exit: it returns the process's exit code.
 func run(e *env, args []string) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
@@ -109,6 +134,9 @@ func run(e *env, args []string) int {
 		return 0
 	}
 	c, rest := lookup(args)
+	if c == nil && group(e, args) {
+		return 2
+	}
 	if c == nil {
 		fmt.Fprintf(e.stderr, "waisteer: unknown command %q; `waisteer help` lists them\n", strings.Join(args[:min(2, len(args))], " "))
 		return 2
