@@ -11,6 +11,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/num"
 	"github.com/waisteer/waisteer/internal/reason"
+	"github.com/waisteer/waisteer/internal/ruleref"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -733,6 +734,12 @@ func TestDecisionAndRecompute_9_1(t *testing.T) {
 		}
 		if err := d.Validate(); err != nil {
 			t.Fatalf("the decision breaks §7.2: %v", err)
+		}
+		// What it states is the reference's output, not only what the
+		// verifier's copy of the rule recomputes.
+		want, _ := refOutcome(t, p, ev, rp, ruleref.Draw(ruleDigest, s), loads)
+		if d.Draw != want.Draw || d.TTL != want.TTL || d.Reason != want.Reason || !slices.Equal(d.Priority, want.Priority[:3]) {
+			t.Fatalf("session %x: the decision states %d %d %v %v, the reference %+v", s, d.Draw, d.TTL, d.Reason, d.Priority, want)
 		}
 		if err := CheckOutput(p, ruleDigest, d); err != nil {
 			t.Fatalf("session %x: %v", s, err)

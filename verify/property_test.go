@@ -2,9 +2,12 @@ package verify_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/ruleref"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -129,8 +132,62 @@ func TestServerDecisionsVerify(t *testing.T) {
 				f.Priority[0] != sc.Policy.Pathways[m.Decision.Priority[0]].ID {
 				t.Fatalf("scenario %d: facts %+v do not restate the decision", s, f)
 			}
+			// The verifier recomputes with the server's own rule, so an
+			// accepted decision is only as right as that rule: hold it to the
+			// reference written from §6 alone.
+			checkAgainstReference(t, sc.Policy, m.Bytes, f)
 			total++
 		}
 	}
 	t.Logf("%d decisions verified", total)
+}
+
+// checkAgainstReference requires the decision raw, as it reads, to state the
+// output internal/ruleref gives for the evidence, report, draw and loads it
+// states (§9.2), the draw to be §6.3's for its session, and the facts to
+// restate that output (§9.3).
+func checkAgainstReference(t *testing.T, p *policy.Policy, raw []byte, f *verify.Facts) {
+	t.Helper()
+	d, err := decision.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ruleref.Draw(p.Digest(), d.Session); d.Draw != want {
+		t.Fatalf("draw %d, §6.3 gives %d for session %x", d.Draw, want, d.Session)
+	}
+	ev := make([]evidence.Pathway, len(d.Pathways))
+	loads := make([]uint32, len(d.Pathways))
+	for i := range d.Pathways {
+		ev[i], loads[i] = d.Pathways[i].Pathway, d.Pathways[i].Load
+	}
+	in, err := ruleref.FromPolicy(p, ev, d.Report, d.Draw, loads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ruleref.Decide(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var priority []uint8
+	var ids []string
+	for _, i := range out.Priority {
+		priority = append(priority, uint8(i))
+		ids = append(ids, p.Pathways[i].ID)
+	}
+	if !slices.Equal(d.Priority, priority) || d.TTL != out.TTL || d.Reason != decision.Reason(out.Reason) {
+		t.Fatalf("the decision states priority %v, TTL %d, reason %v; the reference gives %v, %d, %v",
+			d.Priority, d.TTL, d.Reason, priority, out.TTL, decision.Reason(out.Reason))
+	}
+	if !slices.Equal(f.Priority, ids) || f.TTL != out.TTL || f.Reason != decision.Reason(out.Reason).String() {
+		t.Fatalf("facts %v %d %s, the reference %v %d %v", f.Priority, f.TTL, f.Reason, ids, out.TTL, decision.Reason(out.Reason))
+	}
+	for i, l := range out.Limits {
+		if d.Pathways[i].Limits != decision.Limits(l) {
+			t.Fatalf("pathway %d states limits %03b, the reference %03b", i, d.Pathways[i].Limits, l)
+		}
+		fl := f.Pathways[i].Limits
+		if fl.Latency != (l&ruleref.LimitLatency != 0) || fl.Quality != (l&ruleref.LimitQuality != 0) || fl.Capacity != (l&ruleref.LimitCapacity != 0) {
+			t.Fatalf("pathway %d: facts limits %+v, the reference %03b", i, fl, l)
+		}
+	}
 }
