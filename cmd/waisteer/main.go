@@ -11,6 +11,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"golang.org/x/term"
 )
 
 // A command is one subcommand. Each file of this package registers its own
@@ -170,11 +172,7 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 // refused.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func main() {

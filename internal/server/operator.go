@@ -73,6 +73,10 @@ type changeAnswer struct {
 	Previous  string `json:"previous,omitempty"`
 	KeyLogSeq uint64 `json:"key_log_seq,omitempty"`
 	Unchanged bool   `json:"unchanged,omitempty"`
+	// Warnings are what the operator should know of the change and does
+	// not stop it: each hop of the policy the key log does not let sign a
+	// figure (room.HopGaps).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // servePolicyPut replaces a room's policy (PUT /v1/rooms/{room}/policy,
@@ -137,7 +141,8 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
 	}
 	s.log.Info("policy replaced", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
-	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: st.digest.String(), Previous: cur.digest.String()})
+	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: st.digest.String(), Previous: cur.digest.String(),
+		Warnings: s.warnHopGaps(h, st)})
 }
 
 // serveKeyLogPut installs a newer head of the room's key log (PUT
@@ -193,7 +198,8 @@ func (s *Server) serveKeyLogPut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("key log head replaced", "room", h.id.String(), "seq", rm.Head().Seq, "previous", curSeq)
-	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: rm.Head().Seq})
+	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: rm.Head().Seq,
+		Warnings: s.warnHopGaps(h, st)})
 }
 
 // Status is a room's status (GET /v1/rooms/{room}/status, operator).
@@ -324,4 +330,18 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	out.Records.InIndex = h.index.Len()
 	h.mu.Unlock()
 	api.WriteJSON(w, http.StatusOK, out)
+}
+
+// warnHopGaps logs, and returns for the operator's answer, each hop of the
+// state's policy that its key log does not let sign a figure: the pathway
+// stays stale, or without a figure, until the key log lists the hop with
+// live/hop and its class (COMPANION §4.2), and nothing else says why.
+func (s *Server) warnHopGaps(h *hub, st *roomState) []string {
+	var ws []string
+	for _, g := range st.room.HopGaps(st.policy) {
+		w := g.String()
+		s.log.Warn("a hop of the policy may not sign evidence with a figure", "room", h.id.String(), "policy", st.digest.String(), "detail", w)
+		ws = append(ws, w)
+	}
+	return ws
 }

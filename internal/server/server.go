@@ -177,6 +177,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			return nil, fmt.Errorf("server: storing room %s's policy: %w", h.id, err)
 		}
 		s.policies.Store(st.digest, st.policy)
+		s.warnHopGaps(h, st)
 		// The evidence, from the records the store holds (§5).
 		if err := h.replace(ctx, st, nil); err != nil {
 			return nil, fmt.Errorf("server: room %s's evidence: %w", h.id, err)
