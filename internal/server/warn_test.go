@@ -112,7 +112,11 @@ func TestHopGaps(t *testing.T) {
 		room.HopEntry(room.TestKey("metered").Public(), evidence.OnChipCounter),
 		room.HopEntry(room.TestKey("unmetered").Public()),
 		{Key: room.TestKey("steer only").Public(), MaySign: []string{room.LiveSteer}},
-		func() room.Entry { e := room.HopEntry(room.TestKey("revoked").Public(), evidence.ModelBased); e.Revoked = true; return e }(),
+		func() room.Entry {
+			e := room.HopEntry(room.TestKey("revoked").Public(), evidence.ModelBased)
+			e.Revoked = true
+			return e
+		}(),
 	}
 	tr, err := room.NewTestRoom("gaps", listed...)
 	if err != nil {
