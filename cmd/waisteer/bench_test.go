@@ -17,13 +17,6 @@ import (
 // its own binary, which under `go test` is this one.
 const benchChildEnv = "WAISTEER_BENCH_CHILD"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(benchChildEnv) == "1" {
-		os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
-	}
-	os.Exit(m.Run())
-}
-
 // TestBenchQuick runs `waisteer bench -quick` (a few seconds a phase of
 // tenths of a second) and checks its report: every section, each figure
 // measured, the goals' ratios computed, and every manifest answered naming
