@@ -1,0 +1,48 @@
+package serve_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/waisteer/waisteer/internal/demo"
+	"github.com/waisteer/waisteer/internal/serve"
+)
+
+// FuzzServeConfig: no configuration makes the reader panic, and one it
+// accepts has at least one room, each with its descriptor and steering key
+// (the operator's file is outside bytes too). Seeds: the documented example and the mistakes above.
+func FuzzServeConfig(f *testing.F) {
+	dir := f.TempDir()
+	r, err := demo.NewRoom("fuzz", "http://127.0.0.1")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := r.WriteFiles(dir, "127.0.0.1:0", "data"); err != nil {
+		f.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "cmd", "waisteer", "testdata", "serve", "example.toml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	const room = "[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
+	for _, s := range []string{string(example), room, room + room, "retention = \"71s\"\n" + room,
+		"[http]\nread_timeout = \"0s\"\n" + room, "listen = \"8080\"\n" + room, "colour = 1\n", "listen = \n"} {
+		f.Add([]byte(s))
+	}
+	name := filepath.Join(dir, "serve.toml")
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		cfg, err := serve.Parse(name, doc, func(string) string { return "" })
+		if err != nil {
+			return
+		}
+		if len(cfg.Server.Rooms) == 0 {
+			t.Error("accepted with no room")
+		}
+		for i, rc := range cfg.Server.Rooms {
+			if rc.Descriptor == nil || rc.SteeringKey.IsZero() {
+				t.Errorf("room %d accepted without its descriptor or steering key", i)
+			}
+		}
+	})
+}
