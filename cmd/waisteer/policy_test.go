@@ -399,6 +399,34 @@ func TestPolicySignWarnings_8(t *testing.T) {
 	}
 }
 
+// The warnings read reload_uri's query as §4.1 reads a request's (report's
+// own reader): names percent-decoded, CMCD and wai_session among those read.
+// A part with a bad %, which §4.1 skips, cannot be in a policy at all:
+// §3.3 refuses the URI.
+func TestPolicySignWarningsReadTheQuery_4_1(t *testing.T) {
+	dir, key := policyDir(t)
+	for _, c := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{"%5FHLS%5Fpathway=x", 0, "reload_uri: carries _HLS_pathway"},
+		{"_HLS_msn=1", 0, "reload_uri: carries _HLS_msn"},
+		{"CMCD=bl%3D1", 0, "reload_uri: carries CMCD"},
+		{"wai%5Fsession=00", 0, "reload_uri: carries wai_session"},
+		{"cmcd=x&_hls_pathway=y", 0, ""}, // names compare bytewise (SPEC-NOTES §4)
+		{"_HLS_pathway=%zz", 1, "policy_invalid"},
+		{"_HLS_pathway%=x", 1, "policy_invalid"},
+	} {
+		src := edit(t, dir, "p.toml", `reload_uri = "http://127.0.0.1:8080/v1/steer?room=live1"`,
+			`reload_uri = "http://127.0.0.1:8080/v1/steer?room=live1&`+c.query+`"`)
+		_, errs, code := waisteer(t, "", "policy", "sign", "-key", key, src)
+		if code != c.code || c.want != "" && !strings.Contains(errs, c.want) || c.want == "" && errs != "" {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", c.query, code, errs, c.code, c.want)
+		}
+	}
+}
+
 // show prints the refusal code and detail of a policy that does not read,
 // and exits 1; a signature that fails is shown, not hidden.
 func TestPolicyShowRefusal_COMPANION_1(t *testing.T) {

@@ -2,9 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/waisteer/waisteer/evidence"
@@ -146,4 +148,46 @@ func TestHopGaps(t *testing.T) {
 	if gs := room.HopGaps(nil, p); len(gs) != len(hops) || !slices.ContainsFunc(gs, func(g room.HopGap) bool { return g.Refused == "hop_not_authorised" }) {
 		t.Errorf("no key log: %v", gs)
 	}
+}
+
+// TestStartWarnsHopGaps: a server started on a policy with a hop its key
+// log does not list logs a warning naming the hop (COMPANION §4.2), and
+// steers all the same.
+func TestStartWarnsHopGaps(t *testing.T) {
+	unlisted := room.TestKey("a hop the key log never heard of")
+	e := newEnv(t, scenario.Spec{Periods: 1}, false)
+	p := resign(t, e.sc, e.sc.SteerKey, func(p *policy.Policy) {
+		p.Pathways[0].Hops = append(p.Pathways[0].Hops, policy.Hop{Key: unlisted.Public(), Place: policy.Interior})
+	})
+	var log lockedLog
+	e.stop()
+	e.start(func(c *Config) {
+		c.Rooms[0].Policy = p
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	text := log.String()
+	if !strings.Contains(text, "level=WARN") || !strings.Contains(text, unlisted.Public().String()) || !strings.Contains(text, "hop_not_authorised") {
+		t.Errorf("the start's log does not warn of hop %s:\n%s", unlisted.Public(), text)
+	}
+	if m := e.steer("/v1/steer", nil); m == nil {
+		t.Errorf("no manifest")
+	}
+}
+
+// lockedLog is a log the server writes from several goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
