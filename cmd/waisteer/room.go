@@ -3,9 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -135,40 +133,31 @@ func keylogAdd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	authorities, err := roomParseMaySign(*maySign)
+	authorities, err := room.ParseAuthorities(*maySign)
 	if err != nil {
-		return err
+		return fmt.Errorf("-may-sign: %w", err)
 	}
-	var entries []room.Entry
-	seq := uint64(1) // the first head of a key log is seq 1
+	var h *room.KeyLogHead
 	if *headFile != "" {
-		h, err := roomReadHead(*headFile, k)
-		if err != nil {
+		if h, err = roomReadHead(*headFile); err != nil {
 			return err
 		}
-		if h.Seq == math.MaxUint64 {
-			return fmt.Errorf("the head %s is seq %d, which cannot grow", *headFile, h.Seq)
-		}
-		entries, seq = slices.Clone(h.Entries), h.Seq+1
 	} else if _, err := os.Stat(*out); err == nil && !*force {
 		return fmt.Errorf("%s exists: give it as -head to add to its key log, or -f to start a new one", *out)
 	}
-	verb := "added"
-	if old := roomEntryIndex(entries, key); old >= 0 {
-		if entries[old].Revoked {
-			return fmt.Errorf("the key log marks %s revoked; a revoked key is not granted again", key)
-		}
-		entries[old] = room.Entry{Key: key, MaySign: authorities}
-		verb = "replaced"
-	} else {
-		entries = append(entries, room.Entry{Key: key, MaySign: authorities})
+	b, seq, replaced, err := room.Grant(h, k, key, authorities)
+	if err != nil && *headFile != "" {
+		return fmt.Errorf("%s: %w", *headFile, err)
 	}
-	b, err := room.NewKeyLogHead(k, seq, entries)
 	if err != nil {
 		return err
 	}
 	if err := files.Write(*out, b, 0o644, true); err != nil {
 		return err
+	}
+	verb := "added"
+	if replaced {
+		verb = "replaced"
 	}
 	fmt.Fprintf(e.stdout, "seq %d: %s %s: %s\n", seq, verb, key, strings.Join(authorities, ","))
 	return nil
@@ -194,30 +183,18 @@ func keylogRevoke(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("-entry: %w", err)
 	}
-	h, err := roomReadHead(*headFile, k)
+	h, err := roomReadHead(*headFile)
 	if err != nil {
 		return err
 	}
-	if h.Seq == math.MaxUint64 {
-		return fmt.Errorf("the head %s is seq %d, which cannot grow", *headFile, h.Seq)
-	}
-	entries := slices.Clone(h.Entries)
-	i := roomEntryIndex(entries, key)
-	switch {
-	case i < 0:
-		return fmt.Errorf("the head %s (seq %d) has no entry for %s", *headFile, h.Seq, key)
-	case entries[i].Revoked:
-		return fmt.Errorf("the head %s (seq %d) already marks %s revoked", *headFile, h.Seq, key)
-	}
-	entries[i].Revoked = true
-	b, err := room.NewKeyLogHead(k, h.Seq+1, entries)
+	b, seq, err := room.Revoke(h, k, key)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", *headFile, err)
 	}
 	if err := files.Write(*out, b, 0o644, true); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "seq %d: revoked %s\n", h.Seq+1, key)
+	fmt.Fprintf(e.stdout, "seq %d: revoked %s\n", seq, key)
 	return nil
 }
 
@@ -309,27 +286,8 @@ func roomPublicKey(flagName, s string) (sig.PublicKey, error) {
 	return k, nil
 }
 
-// roomParseMaySign reads a comma-separated list of authorities, each of
-// COMPANION §4's table: the key log format admits other strings, which
-// grant nothing, so a misspelling would be a silent mistake.
-func roomParseMaySign(s string) ([]string, error) {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if !slices.Contains(room.Authorities(), a) {
-			return nil, fmt.Errorf("-may-sign: %q is not an authority; they are %s", a, strings.Join(room.Authorities(), ", "))
-		}
-		if slices.Contains(out, a) {
-			return nil, fmt.Errorf("-may-sign: %q given twice", a)
-		}
-		out = append(out, a)
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// roomReadHead reads a key log head and requires that it verify under the
-// origin key about to sign its successor.
-func roomReadHead(path string, origin sig.PrivateKey) (*room.KeyLogHead, error) {
+// roomReadHead reads a key log head.
+func roomReadHead(path string) (*room.KeyLogHead, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -338,17 +296,7 @@ func roomReadHead(path string, origin sig.PrivateKey) (*room.KeyLogHead, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if h.Origin != origin.Public() {
-		return nil, fmt.Errorf("%s is the key log of origin %s, not of the given key's %s", path, h.Origin, origin.Public())
-	}
-	if err := h.Verify(); err != nil {
-		return nil, fmt.Errorf("%s: the head's signature by its origin: %w", path, err)
-	}
 	return h, nil
-}
-
-func roomEntryIndex(entries []room.Entry, key sig.PublicKey) int {
-	return slices.IndexFunc(entries, func(e room.Entry) bool { return e.Key == key })
 }
 
 // roomUsage prints the command's usage and returns a usage error (exit 2).
