@@ -13,26 +13,18 @@ import (
 	"testing"
 
 	"github.com/waisteer/waisteer/conformance"
+	"github.com/waisteer/waisteer/internal/fuzzing"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/verify"
 )
 
-// TestMain turns off the fuzzing engine's minimization of the inputs it
-// finds, unless -fuzzminimizetime is given. FuzzVerify's inputs are signed,
-// so hardly a byte of one can go without losing what made it interesting,
-// and the minimizer tries every span of every argument, a number of tries
-// that grows with the square of the length (golang/go#48820): one input of
-// a kilobyte holds a worker for the minute the engine allows by default,
-// and two of them stop the fuzzing altogether.
+// TestMain keeps the inputs the fuzzing engine finds as it finds them
+// (fuzzing.SignedInputs): FuzzVerify's are signed.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.fuzzminimizetime" })
-	if !given {
-		if err := flag.Set("test.fuzzminimizetime", "0"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
+	if err := fuzzing.SignedInputs(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	os.Exit(m.Run())
 }
