@@ -50,6 +50,43 @@ func TestRecordHorizon_5_1(t *testing.T) {
 	}
 }
 
+// TestRecordHorizonBetween_8_4: with the oldest decision kept at d = 60 (P =
+// 10, W = 30, L = 5: its window is [20, 50), §5.1), a record that ends
+// between the records' horizon and the decisions' is kept, since that
+// decision names it, and one that ends before the records' horizon is in no
+// window from d on.
+func TestRecordHorizonBetween_8_4(t *testing.T) {
+	p := horizonPolicy(10, 30, 5)
+	const d = 60
+	h := RecordHorizon(p, d)
+	if h != 21 {
+		t.Fatalf("RecordHorizon(60) = %d, want 21", h)
+	}
+	for _, c := range []struct {
+		start, end uint64
+		kept       bool
+	}{
+		{20, 30, true},  // ends before d, named at d
+		{20, 21, true},  // ends at the horizon
+		{45, 50, true},  // the window's last
+		{10, 20, false}, // the period before the window
+		{19, 20, false}, // ends just before the horizon
+	} {
+		if kept := c.end >= h; kept != c.kept {
+			t.Errorf("[%d, %d): kept %t, want %t", c.start, c.end, kept, c.kept)
+		}
+		named := false
+		for tt := d; tt < d+100; tt++ { // a only moves on from d
+			if a, b := refWindow(tt, 10, 30, 5); a <= int(c.start) && int(c.end) <= b {
+				named = true
+			}
+		}
+		if named != c.kept {
+			t.Errorf("[%d, %d): named from %d on %t, want %t", c.start, c.end, d, named, c.kept)
+		}
+	}
+}
+
 // TestForgetHorizon_5_1: the index forgets what starts a period before the
 // window's start a (§5.1), and nothing while a < P. Each want is worked out
 // by hand from §5.1's b and a.
