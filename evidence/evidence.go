@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/waisteer/waisteer/internal/num"
 	"github.com/waisteer/waisteer/internal/reason"
@@ -41,6 +42,42 @@ func Window(t, period, window, lag uint64) (a, b uint64) {
 // PolicyWindow is Window with the policy's P, W and L.
 func PolicyWindow(p *policy.Policy, t uint64) (a, b uint64) {
 	return Window(t, p.PeriodUs, p.WindowUs, p.LagUs)
+}
+
+// RecordHorizon is, for a room steered by p whose oldest decision kept is at
+// the instant oldest, the end before which its records may be pruned: every
+// record a decision at oldest or later can name ends at or after it, and,
+// unless it is 0, a record that ends there can be named.
+//
+// A record in the window [a, b) starts at or after a and ends after its
+// start (Check), and a never moves back as t advances (§5.1), so the
+// earliest end named is a + 1 for the first window from oldest on that can
+// hold a record: oldest's own, or, when that is empty (b = 0), the window
+// of L + P, the first instant whose b is not 0. Where no instant on the room
+// clock has such a window (P = 0, W = 0, or L + P past the clock's range)
+// the horizon is 0: what cannot be named is kept rather than pruned.
+func RecordHorizon(p *policy.Policy, oldest uint64) uint64 {
+	first, carry := bits.Add64(p.LagUs, p.PeriodUs, 0)
+	if p.PeriodUs == 0 || p.WindowUs == 0 || carry != 0 {
+		return 0
+	}
+	a, _ := PolicyWindow(p, max(oldest, first))
+	return a + 1 // a ≤ b − W < 2^64 − 1, as W > 0
+}
+
+// ForgetHorizon is, for a room steered by p at the instant t, the start
+// before which the room's evidence index may forget records: a period
+// before the window's start a, or 0 when a < P. The window of t − P starts
+// there (or at 0), and a never moves back as t advances (§5.1), so no
+// decision at t − P or later names a record that starts before it: a clock
+// that steps back by up to a period still finds its window's records. For a
+// policy that reads (§3.3), a record that starts there can be named.
+func ForgetHorizon(p *policy.Policy, t uint64) uint64 {
+	a, _ := PolicyWindow(p, t)
+	if a < p.PeriodUs {
+		return 0
+	}
+	return a - p.PeriodUs
 }
 
 // InWindow reports whether r is in the window [a, b): a ≤ its start and its

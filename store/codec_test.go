@@ -212,14 +212,38 @@ func FuzzParseRow(f *testing.F) {
 // Rebuild, and bytes it returns are a decision (§7.1) whose digest is the
 // row's (§7.3) and which compacts back to the row.
 func FuzzRebuild(f *testing.F) {
-	sc := pathwaysScenario(f, 3, 12)
-	ms := makeDecisions(f, sc, 21, 8, 7*scenario.Period, scenario.Period/8)
-	fixed := ms[0].row
-	for _, m := range ms[:1] {
-		f.Add(appendRow(nil, &row{session: m.row.Session, protocol: m.row.Protocol, report: m.row.Report,
-			loads: m.row.Loads, sig: m.row.Sig}), m.ev.Body)
-	}
+	// One period of records and one decision whose window holds it
+	// (§5.1: b = P at t = L + P): each process builds its seeds in a few
+	// signatures, and a snapshot of six digests is short to mutate and to
+	// minimize.
+	sc := pathwaysScenario(f, 3, 1)
+	m := makeDecisions(f, sc, 21, 1, sc.Policy.LagUs+sc.Policy.PeriodUs, 0)[0]
+	fixed := m.row
+	rb := appendRow(nil, &row{session: m.row.Session, protocol: m.row.Protocol, report: m.row.Report,
+		loads: m.row.Loads, sig: m.row.Sig})
+	other := m.row.Session
+	other[0] ^= 1
 	p, pd := sc.Policy, sc.Policy.Digest()
+	for _, s := range []struct {
+		rb, body []byte
+		rebuilds bool
+	}{
+		{rb, m.ev.Body, true},
+		{appendRow(nil, &row{session: other, protocol: m.row.Protocol, report: m.row.Report,
+			loads: m.row.Loads, sig: m.row.Sig}), m.ev.Body, false}, // another session: ErrMismatch
+		{rb, EncodeEvidence(nil).Body, false}, // a snapshot of no pathways
+	} {
+		r, err := parseRow(s.rb)
+		if err != nil {
+			f.Fatal(err)
+		}
+		d := fixed
+		d.Session = r.session
+		if _, err := Rebuild(p, pd, d, s.body); (err == nil) != s.rebuilds {
+			f.Fatalf("a seed rebuilds %t: %v", s.rebuilds, err)
+		}
+		f.Add(s.rb, s.body)
+	}
 	f.Fuzz(func(t *testing.T, rb, body []byte) {
 		r, err := parseRow(rb)
 		if err != nil {

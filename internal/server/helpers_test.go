@@ -21,6 +21,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/fuzzing"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
@@ -79,8 +80,15 @@ var testEngine = "fasthttp"
 
 // TestMain runs the package's tests once behind each engine (testEngine).
 // A fuzzing run (-fuzz) is one round: the fuzz targets call the handlers
-// themselves, and the fuzzing engine's processes expect one.
+// themselves, and the fuzzing engine's processes expect one. The fuzz
+// targets post signed records and policies, and each steering request signs
+// a decision: the inputs found are kept as found (fuzzing.SignedInputs).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := fuzzing.SignedInputs(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	code := 0
 	for _, engine := range []string{"fasthttp", "net/http"} {
 		testEngine = engine

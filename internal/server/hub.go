@@ -172,18 +172,6 @@ func hopClasses(rm *room.Room, p *policy.Policy) []evidence.Class {
 	return cs
 }
 
-// since is the instant from which a starting server reads a room's records
-// back from the store: a period before the window of now (§5.1), so that a
-// clock that steps back by less than a period still finds the window's
-// records.
-func since(p *policy.Policy, now uint64) uint64 {
-	a, _ := evidence.PolicyWindow(p, now)
-	if a < p.PeriodUs {
-		return 0
-	}
-	return a - p.PeriodUs
-}
-
 // loadIndex reads the room's records from the store into a new index: each
 // read, checked and authorised again under the state's key log (COMPANION
 // §5, §4.2), since a key log head installed since it was stored may have
@@ -192,7 +180,9 @@ func since(p *policy.Policy, now uint64) uint64 {
 func (h *hub) loadIndex(ctx context.Context, st *roomState, now uint64) (*evidence.Index, error) {
 	x := evidence.NewIndex()
 	dropped := 0
-	err := h.s.st.Records(ctx, h.id, since(st.policy, now), func(sr store.Record) error {
+	// From a period before the window of now (§5.1), so that a clock that
+	// steps back by less than a period still finds the window's records.
+	err := h.s.st.Records(ctx, h.id, evidence.ForgetHorizon(st.policy, now), func(sr store.Record) error {
 		rec, err := st.room.ReadRecord(sr.Raw)
 		if err != nil {
 			dropped++
@@ -241,12 +231,11 @@ func (h *hub) rank(st *roomState, t uint64) (*ranked, uint64, error) {
 	// published; otherwise it serves this request alone.
 	if h.state.Load() == st && (rk == nil || rk.st != st || later(next.r, rk.r)) {
 		h.ranking.Store(next)
-		a, _ := next.r.Window()
-		if a > st.policy.PeriodUs {
-			// A window's a never moves back as t advances (§5.1):
-			// what starts a period before it is kept for a clock that
-			// steps back, and the rest is in the store.
-			h.index.Forget(a - st.policy.PeriodUs)
+		// A window's a never moves back as t advances (§5.1): what
+		// starts a period before it is kept for a clock that steps back,
+		// and the rest is in the store.
+		if before := evidence.ForgetHorizon(st.policy, t); before > 0 {
+			h.index.Forget(before)
 		}
 	}
 	return next, t, nil

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"math/bits"
 	"net/http"
 	"slices"
 	"strings"
@@ -554,12 +552,10 @@ func (s *Server) prune(ctx context.Context) {
 	if now <= s.retain {
 		return
 	}
-	// A decision kept must still verify (§9.1 step 4.1): its records end
-	// no earlier than its window's start, so records are kept for the
-	// longest window, lag and period of any room beyond the decisions'
-	// retention.
+	// A decision kept must still verify (§9.1 step 4.1), so records are
+	// kept while a decision kept in any room can name them.
 	decisionsBefore := now - s.retain
-	recordsBefore := decisionsBefore - min(decisionsBefore, s.recordSpan())
+	recordsBefore := s.recordHorizon(decisionsBefore)
 	st, err := s.st.Prune(ctx, recordsBefore, decisionsBefore)
 	if err != nil {
 		s.log.Error("pruning the store", "err", err)
@@ -589,21 +585,15 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 }
 
-// recordSpan is, over the rooms, the longest a decision's records can end
-// before its instant: the window, the lag and a period (§5.1: a decision at
-// t names records with end > t − L − P − W).
-func (s *Server) recordSpan() uint64 {
-	var span uint64
+// recordHorizon is, over the rooms, the end before which no decision at
+// oldest or later names a record (evidence.RecordHorizon), and never past
+// oldest.
+func (s *Server) recordHorizon(oldest uint64) uint64 {
+	before := oldest
 	for _, h := range s.sortedHubs() {
 		if st := h.state.Load(); st != nil && st.policy != nil {
-			p := st.policy
-			sum, c1 := bits.Add64(p.WindowUs, p.LagUs, 0)
-			sum, c2 := bits.Add64(sum, p.PeriodUs, 0)
-			if c1|c2 != 0 { // a window past the room clock's range: keep every record
-				return math.MaxUint64
-			}
-			span = max(span, sum)
+			before = min(before, evidence.RecordHorizon(st.policy, oldest))
 		}
 	}
-	return span
+	return before
 }
