@@ -128,3 +128,22 @@ func TestMethods(t *testing.T) {
 		t.Errorf("HEAD /healthz: %s", resp.Status)
 	}
 }
+
+// TestPathDefect: RFC 3986 §5.2.4's dot segments, "." and "..", however
+// their dots are written (%2e decodes to "."), and empty segments; other
+// segments with dots are names like any other.
+func TestPathDefect(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		bad  bool
+	}{
+		{"/", false}, {"/a", false}, {"/a/", false}, {"/a/b", false},
+		{"/.", true}, {"/..", true}, {"/%2e", true}, {"/%2E%2e", true}, {"/.%2E", true}, {"/a/./b", true}, {"/a/..", true},
+		{"/...", false}, {"/%2e%2e%2e", false}, {"/a.", false}, {"/.a", false}, {"/%2", false}, {"/%2f", false}, {"/.well-known/x", false},
+		{"//", true}, {"/a//b", true}, {"/a//", true}, {"", true}, {"a/b", true},
+	} {
+		if got := pathDefect(c.path) != ""; got != c.bad {
+			t.Errorf("pathDefect(%q) = %q, want a defect: %v", c.path, pathDefect(c.path), c.bad)
+		}
+	}
+}

@@ -327,7 +327,7 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h *hub, aerr
 // which change as operators install policies. In front of the mux, a path
 // with a dot segment or an empty segment is refused (cleanPath), since the
 // mux would otherwise answer it with a redirect to another path; and every
-// body is bounded by the largest any route reads.
+// body is bounded by the largest any route reads (limitBody).
 func (s *Server) newMux() http.Handler {
 	m := http.NewServeMux()
 	type handler struct {
@@ -360,7 +360,20 @@ func (s *Server) newMux() http.Handler {
 	route("/readyz", handler{get, routeReady, s.serveReady})
 	route("/metrics", handler{get, routeMetrics, s.serveMetrics})
 	m.HandleFunc("/", s.servePolicyRoutes)
-	return http.MaxBytesHandler(s.cleanPath(m), maxBody)
+	return s.cleanPath(limitBody(m))
+}
+
+// limitBody bounds every request's body by the largest any route reads
+// (each route bounds its own below that). Unlike http.MaxBytesHandler it
+// copies no request, and leaves a request with no body, every steering GET,
+// as it is.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // servePolicyRoutes answers the paths the policies name: a steering path of
@@ -427,11 +440,19 @@ func pathDefect(p string) string {
 // isDotSegment reports whether a segment is "." or ".." once its
 // percent-encodings are decoded ("%2e" is ".").
 func isDotSegment(seg string) bool {
-	if len(seg) > 6 {
-		return false
+	dots := 0
+	for seg != "" && dots < 3 {
+		switch {
+		case seg[0] == '.':
+			seg = seg[1:]
+		case len(seg) >= 3 && seg[0] == '%' && seg[1] == '2' && (seg[2] == 'e' || seg[2] == 'E'):
+			seg = seg[3:]
+		default:
+			return false
+		}
+		dots++
 	}
-	d := strings.NewReplacer("%2e", ".", "%2E", ".").Replace(seg)
-	return d == "." || d == ".."
+	return seg == "" && (dots == 1 || dots == 2)
 }
 
 // allow answers 405 unless the request's method is one of methods.
