@@ -7,10 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/waisteer/waisteer/internal/bench"
-	"github.com/waisteer/waisteer/internal/serve"
 )
 
 func init() {
@@ -33,13 +31,14 @@ func init() {
 
 func runBench(e *env, args []string) error {
 	fs := newFlags(e, "bench", "[-quick] [-d DURATION] [-clients N] [-players N] [-pathways 3,32] [-engine fasthttp|net/http] [-profile DIR]")
-	d := fs.Duration("d", 10*time.Second, "the `duration` of each measured phase")
-	warmup := fs.Duration("warmup", 2*time.Second, "the `duration` of the warm-up before the phases of each server")
-	clients := fs.Int("clients", 256, "concurrent clients, each one keep-alive connection: enough that the group commit, not the clients, bounds the rate")
-	players := fs.Int("players", 10000, "players (sessions), shared among the clients")
+	o := bench.NewOptions(false) // the flags' defaults
+	fs.DurationVar(&o.Duration, "d", o.Duration, "the `duration` of each measured phase")
+	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "the `duration` of the warm-up before the phases of each server")
+	fs.IntVar(&o.Clients, "clients", o.Clients, "concurrent clients, each one keep-alive connection: enough that the group commit, not the clients, bounds the rate")
+	fs.IntVar(&o.Players, "players", o.Players, "players (sessions), shared among the clients")
 	pathways := fs.String("pathways", "3,32", "the rooms' counts of pathways, comma-separated")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
-	engine := fs.String("engine", serve.EngineFast, "the server's HTTP `engine` (serve's http.engine): fasthttp or net/http")
+	engine := fs.String("engine", o.Engine, "the server's HTTP `engine` (serve's http.engine): fasthttp or net/http")
 	quick := fs.Bool("quick", false, "a smoke run of a few seconds: short phases, few clients, 3 pathways")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,9 +46,10 @@ func runBench(e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	o := bench.NewOptions(*quick)
-	if !*quick {
-		o.Duration, o.Warmup, o.Clients, o.Players, o.Pathways = *d, *warmup, *clients, *players, nil
+	if *quick {
+		o = bench.NewOptions(true)
+	} else {
+		o.Pathways = nil
 		for f := range strings.SplitSeq(*pathways, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {

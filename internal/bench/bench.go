@@ -94,11 +94,10 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 
 // NewOptions are the options of a full run, or of a smoke run of a few
 // seconds (quick: short phases, few clients, 3 pathways), before the
-// caller's flags change them.
+// caller's flags change them; Finish completes them.
 func NewOptions(quick bool) Options {
 	o := Options{Duration: 10 * time.Second, Warmup: 2 * time.Second, Clients: 256, Players: 10000,
 		Pathways: []int{3, 32}, Engine: serve.EngineFast}
-	o.Finish()
 	if quick {
 		o.Quick = true
 		o.Duration, o.Warmup, o.Ingest, o.Bare = 300*time.Millisecond, 100*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
