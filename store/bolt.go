@@ -895,3 +895,33 @@ func snapshotUnref(b *decisionBuckets, id uint64) (bool, error) {
 	}
 	return true, b.bodies.Delete(idb)
 }
+
+// Secret returns the secret of that name, making it in the same write
+// that stores it when the store has none.
+func (s *Bolt) Secret(ctx context.Context, name string, n int) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := []byte("secret/" + name)
+	var out []byte
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(key); v != nil {
+			out = clone(v)
+			return nil
+		}
+		v, err := newSecret(n)
+		if err != nil {
+			return err
+		}
+		out = v
+		return meta.Put(key, clone(v))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("store: the secret %q is %d bytes, not %d", name, len(out), n)
+	}
+	return out, nil
+}

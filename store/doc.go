@@ -66,7 +66,8 @@
 //
 //	meta              "format" → 1; "index_through" → the watermark of the
 //	                  index by digest (index.go): rows keyed before it are in
-//	                  runs or in decision_digests
+//	                  runs or in decision_digests; "secret/NAME" → a
+//	                  secret (Store.Secret)
 //	rooms             room id → version u8 1, u8 1 when a key log head follows
 //	                  (else 0), u32 length and the descriptor, then the head
 //	policies          digest → the WSP1 bytes

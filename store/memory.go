@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -22,6 +23,7 @@ type Memory struct {
 	records   map[sig.Hash]Record
 	decisions map[sig.Hash]Decision
 	snapshots map[sig.Hash]*memSnapshot
+	secrets   map[string][]byte
 }
 
 // memSnapshot is a snapshot and how many decisions reference it.
@@ -42,6 +44,7 @@ func NewMemory() *Memory {
 		records:   map[sig.Hash]Record{},
 		decisions: map[sig.Hash]Decision{},
 		snapshots: map[sig.Hash]*memSnapshot{},
+		secrets:   map[string][]byte{},
 	}
 }
 
@@ -336,4 +339,37 @@ func (m *Memory) Prune(ctx context.Context, recordsBefore, decisionsBefore uint6
 		decisions = decisions[n:]
 	}
 	return st, nil
+}
+
+// Secret returns the secret of that name, made at its first call.
+func (m *Memory) Secret(ctx context.Context, name string, n int) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.secrets[name]
+	if !ok {
+		var err error
+		if v, err = newSecret(n); err != nil {
+			return nil, err
+		}
+		m.secrets[name] = v
+	}
+	if len(v) != n {
+		return nil, fmt.Errorf("store: the secret %q is %d bytes, not %d", name, len(v), n)
+	}
+	return clone(v), nil
+}
+
+// newSecret makes n bytes from crypto/rand.
+func newSecret(n int) ([]byte, error) {
+	if n <= 0 || n > 1024 {
+		return nil, fmt.Errorf("store: a secret of %d bytes", n)
+	}
+	v := make([]byte, n)
+	if _, err := rand.Read(v); err != nil {
+		return nil, fmt.Errorf("store: making a secret: %w", err)
+	}
+	return v, nil
 }

@@ -105,6 +105,13 @@ type Store interface {
 	// bounded groups, each its own durable write.
 	Prune(ctx context.Context, recordsBefore, decisionsBefore uint64) (PruneStats, error)
 
+	// Secret returns the server's secret of that name, n random bytes
+	// made at its first call and the same ever after, for every server on
+	// the store: a pool's sessions are made with one (internal/pool), so
+	// that a session one server minted is known to the others and after a
+	// restart. A secret held with another length is an error.
+	Secret(ctx context.Context, name string, n int) ([]byte, error)
+
 	Close() error
 }
 

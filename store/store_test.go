@@ -647,3 +647,45 @@ func TestRebuildRefuses_7_3(t *testing.T) {
 		t.Errorf("two loads for three pathways: %v", err)
 	}
 }
+
+// TestSecret: a secret is made once and is the same at every later call,
+// in the bolt file after it is reopened too; names are apart, and a
+// length other than the one held is refused.
+func TestSecret(t *testing.T) {
+	eachStore(t, 0, func(t *testing.T, s Store) {
+		a, err := s.Secret(bg, "pool", 16)
+		if err != nil || len(a) != 16 {
+			t.Fatalf("Secret: %x, %v", a, err)
+		}
+		if bytes.Equal(a, make([]byte, 16)) {
+			t.Fatal("the secret is all zeros")
+		}
+		b, err := s.Secret(bg, "pool", 16)
+		if err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("second call: %x, %v; the first gave %x", b, err, a)
+		}
+		b[0] ^= 1 // the caller's copy is its own
+		if c, _ := s.Secret(bg, "pool", 16); !bytes.Equal(a, c) {
+			t.Fatalf("a caller's change reached the store: %x", c)
+		}
+		if o, err := s.Secret(bg, "other", 16); err != nil || bytes.Equal(o, a) {
+			t.Fatalf("another name: %x, %v", o, err)
+		}
+		if _, err := s.Secret(bg, "pool", 32); err == nil {
+			t.Fatal("a secret of 16 bytes was given as 32")
+		}
+	})
+	path := filepath.Join(t.TempDir(), "secret.db")
+	s := openTestBolt(t, path)
+	a, err := s.Secret(bg, "pool", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestBolt(t, path)
+	if b, err := s.Secret(bg, "pool", 16); err != nil || !bytes.Equal(a, b) {
+		t.Fatalf("after reopening: %x, %v; before %x", b, err, a)
+	}
+}
