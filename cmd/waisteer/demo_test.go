@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,16 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+var (
+	demoSessions = regexp.MustCompile(`300 sessions: edge-1 first for (\d+), edge-2 first for (\d+), edge-3 first for (\d+)\.`)
+	demoMoved    = regexp.MustCompile(`the (\d+) sessions edge-2 had first moved: (\d+) to edge-1, (\d+) to edge-3 \(by their weights\); the other (\d+) kept theirs`)
+)
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
 var demoVerifyLine = regexp.MustCompile(`go run \./cmd/waisteer verify -url (\S+) -authority ([0-9a-f]{64})`)
 
 // TestDemoServes: `waisteer demo` serves a fresh room on localhost, prints
@@ -43,7 +54,7 @@ func TestDemoServes(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		// -for bounds the demo should the test fail before its SIGINT.
-		done <- run(&env{stdin: strings.NewReader(""), stdout: &out, stderr: &errs}, []string{"demo", "-listen", "127.0.0.1:0", "-for", "60s"})
+		done <- run(&env{stdin: strings.NewReader(""), stdout: &out, stderr: &errs}, []string{"demo", "-listen", "127.0.0.1:0", "-for", "60s", "-edge-stop", "2s"})
 	}()
 	exited := false
 	t.Cleanup(func() {
@@ -76,6 +87,29 @@ func TestDemoServes(t *testing.T) {
 	// Every pathway has a figure from the backfilled window (§5.3).
 	if n := strings.Count(text, " figure  class "); n != 3 {
 		t.Errorf("%d pathways with a figure, not 3:\n%s", n, text)
+	}
+
+	// The pool (issue 12 item 9): edge-2 stopped, its sessions moved and
+	// no other, and back once it starts again.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "have their first edge back"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool's edge did not come back within 30 s:\n%s\n%s", out.String(), errs.String())
+		}
+	}
+	text = out.String()
+	if m := demoSessions.FindStringSubmatch(text); m == nil {
+		t.Errorf("no count of the pool's sessions by first edge:\n%s", text)
+	} else if n1, n2, n3 := atoi(m[1]), atoi(m[2]), atoi(m[3]); n1+n2+n3 != 300 || n2 < 110 || n2 > 190 {
+		// edge-2 has weight 2 of 4: half of 300, within about 4.5 standard deviations.
+		t.Errorf("sessions by first edge %d, %d, %d: want 300, about half on edge-2", n1, n2, n3)
+	}
+	if m := demoMoved.FindStringSubmatch(text); m == nil {
+		t.Errorf("no line of what moved:\n%s", text)
+	} else if moved, a, b, kept := atoi(m[1]), atoi(m[2]), atoi(m[3]), atoi(m[4]); a+b != moved || moved+kept != 300 {
+		t.Errorf("moved %d (%d + %d), kept %d: want the moved split over edge-1 and edge-3, the rest kept", moved, a, b, kept)
+	}
+	if !strings.Contains(text, "300 of 300 sessions have their first edge back") {
+		t.Errorf("not every session came back:\n%s", text)
 	}
 
 	vout, verrs, code := waisteer(t, "", "verify", "-url", m[1], "-authority", m[2])

@@ -146,7 +146,7 @@ steering_key = "steer.key"
 		{"token twice", "operator_token_file = \"operator.token\"\noperator_token_env = \"T\"\n" + room, "serve.toml:2: operator_token_env: give operator_token_file or operator_token_env, not both"},
 		{"token env", "operator_token_env = \"WAISTEER_UNSET\"\n" + room, "serve.toml:1: operator_token_env: the environment variable WAISTEER_UNSET is unset or empty"},
 		{"token empty", "operator_token_file = \"empty\"\n" + room, "serve.toml:1: operator_token_file: " + filepath.Join(dir, "empty") + " holds no token"},
-		{"no room", "listen = \"127.0.0.1:0\"\n", "serve.toml: room: at least one [[room]] is needed"},
+		{"no room", "listen = \"127.0.0.1:0\"\n", "serve.toml: room: nothing to steer: give a [[room]], a [steering] table or a [[pool]]"},
 		{"missing file", strings.Replace(room, "policy.wsp1", "missing.wsp1", 1), "serve.toml:5: room[0].policy: open " + filepath.Join(dir, "missing.wsp1")},
 		{"not a file", strings.Replace(room, "room.cbor", "/dev/zero", 1), "serve.toml:3: room[0].descriptor: /dev/zero is not a regular file"},
 		{"missing key", strings.Replace(room, "steering_key = \"steer.key\"\n", "", 1), "serve.toml:2: room[0].steering_key: is needed"},

@@ -71,8 +71,7 @@ func StatusOf(c Code) int {
 	// signed by whom the room lets sign it.
 	case Code(reason.BadKey), Code(reason.BadSignature),
 		Code(reason.SignerNotAuthorised), Code(reason.SignerRevoked),
-		Code(reason.HopNotAuthorised), Code(reason.HopRevoked),
-		OperatorDisabled:
+		Code(reason.HopNotAuthorised), Code(reason.HopRevoked):
 		return http.StatusForbidden
 	case TokenMissing, TokenInvalid:
 		return http.StatusUnauthorized
@@ -88,7 +87,9 @@ func StatusOf(c Code) int {
 		return http.StatusUnsupportedMediaType
 	case KeyLogStale, NoOrigin, SteeringKey, PolicySigner, RouteConflict, RouteUnusable:
 		return http.StatusConflict
-	case StoreUnavailable, Closing:
+	// No operator token: the operator's service is not there to ask (the
+	// station seed's edges route answers 503 while no key is set).
+	case StoreUnavailable, Closing, OperatorDisabled:
 		return http.StatusServiceUnavailable
 	case Internal:
 		return http.StatusInternalServerError

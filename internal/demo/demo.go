@@ -24,6 +24,7 @@ import (
 	"math"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/files"
+	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/serve"
@@ -65,6 +67,9 @@ type Options struct {
 	Listen string // the address to serve on; port 0 picks a free one
 	Seed   string // derive every key from it, so that a run can be repeated; "" for fresh keys
 	Dir    string // write the room's files, keys and a serve.toml there and keep the store there; "" for none, in memory
+	// EdgeStop is when the demo stops one of its pool's edges; 0 is
+	// DefaultEdgeStop.
+	EdgeStop time.Duration
 }
 
 // Serve serves a fresh room until ctx ends, printing to w what to try; stop,
@@ -84,8 +89,14 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 		ln.Close()
 		return err
 	}
+	pc, edges, err := demoPool()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopEdges(edges)
 	cfg := &serve.Config{HTTP: serve.DefaultLimits()}
-	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, OperatorToken: r.Token, Logger: logger}
+	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, Pools: []pool.Config{pc}, OperatorToken: r.Token, Logger: logger}
 	dataDir := ""
 	if o.Dir != "" {
 		dataDir = filepath.Join(o.Dir, "data")
@@ -115,7 +126,11 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 	case <-ready:
 	}
 
-	err = run(ctx, w, logger, r, dataDir)
+	edgeStop := o.EdgeStop
+	if edgeStop <= 0 {
+		edgeStop = DefaultEdgeStop
+	}
+	err = run(ctx, &lockedWriter{w: w}, logger, r, dataDir, demoRun{pool: pc, edges: edges, edgeStop: edgeStop})
 	if err != nil {
 		cancel() // a failed demo stops its server too
 	}
@@ -128,7 +143,7 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 // run backfills a window of records, has the hops post a record every
 // period, makes and verifies the first decision, prints what to try, and
 // then asks again each period for the same session until ctx is done.
-func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir string) error {
+func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir string, dp demoRun) error {
 	c := client.New()
 	hopCtx, hopsDone := context.WithCancel(ctx)
 	defer hopsDone()
@@ -198,7 +213,19 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 			filepath.Join(filepath.Dir(dataDir), "serve.toml"), filepath.Dir(dataDir))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Serving until Ctrl-C. Each period the same session asks again from its RELOAD-URI:")
+	hc := &http.Client{Timeout: 10 * time.Second}
+	reloads, firsts, err := introPool(ctx, w, hc, base, r.Token, dp.pool, dp.edgeStop)
+	if err != nil {
+		return fmt.Errorf("the demo's pool: %w", err)
+	}
+	fmt.Fprintln(w, "Serving until Ctrl-C. Each period the room's session asks again from its RELOAD-URI:")
+	poolErr := make(chan error, 1)
+	go func() { poolErr <- runPool(ctx, w, hc, dp.pool, dp.edges, reloads, firsts, dp.edgeStop) }()
+	defer func() {
+		if perr := <-poolErr; perr != nil && ctx.Err() == nil {
+			fmt.Fprintf(w, "pool: %v\n", perr)
+		}
+	}()
 
 	// Each period, once its records are due (§5.1's lag), the session asks
 	// again from its current first pathway, and the decision is verified.
@@ -223,6 +250,13 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 		fmt.Fprintln(w, line)
 		last = m
 	}
+}
+
+// demoRun is the pool part of the demo's run.
+type demoRun struct {
+	pool     pool.Config
+	edges    []*demoEdge
+	edgeStop time.Duration
 }
 
 // demoLine describes one decision on one line, with each figure as µJ per

@@ -27,7 +27,9 @@ func FuzzServeConfig(f *testing.F) {
 	}
 	const room = "[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
 	for _, s := range []string{string(example), room, room + room, "retention = \"71s\"\n" + room,
-		"[http]\nread_timeout = \"0s\"\n" + room, "listen = \"8080\"\n" + room, "colour = 1\n", "listen = \n"} {
+		"[http]\nread_timeout = \"0s\"\n" + room, "listen = \"8080\"\n" + room, "colour = 1\n", "listen = \n",
+		"[steering]\nttl_s = 0\n[[steering.edges]]\npathway = \"a\"\nhost = \"a:80\"\n",
+		"[[pool]]\nname = \"p\"\npath = \"/p\"\n[[pool.edges]]\npathway = \"a\"\n" + room} {
 		f.Add([]byte(s))
 	}
 	name := filepath.Join(dir, "serve.toml")
@@ -36,8 +38,8 @@ func FuzzServeConfig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(cfg.Server.Rooms) == 0 {
-			t.Error("accepted with no room")
+		if len(cfg.Server.Rooms) == 0 && len(cfg.Server.Pools) == 0 {
+			t.Error("accepted with nothing to steer")
 		}
 		for i, rc := range cfg.Server.Rooms {
 			if rc.Descriptor == nil || rc.SteeringKey.IsZero() {

@@ -19,14 +19,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/files"
+	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -51,8 +54,24 @@ const (
 const StoreFile = "waisteer.db"
 
 // Run opens cfg's store, listens on cfg's address and serves
-// (Serve) until ctx is done.
+// (Serve) until ctx is done. On SIGHUP it reads cfg's file again and
+// steers by its pools (a configuration Load read).
 func Run(ctx context.Context, stop func(), logger *slog.Logger, cfg *Config, ready func(url string)) error {
+	if cfg.Reloads == nil && cfg.source != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		reloads := make(chan struct{}, 1)
+		go func() {
+			for range hup {
+				select {
+				case reloads <- struct{}{}:
+				default: // one is already waiting
+				}
+			}
+		}()
+		cfg.Reloads = reloads
+	}
 	st, loads, err := OpenStore(cfg.DataDir, logger)
 	if err != nil {
 		return err
@@ -130,6 +149,18 @@ func Serve(ctx context.Context, stop func(), logger *slog.Logger, ln net.Listene
 	}
 	served := make(chan error, 1)
 	go func() { served <- front.serve() }()
+	if cfg.Reloads != nil && cfg.source != "" {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-cfg.Reloads:
+					reload(ctx, cfg, srv, logger)
+				}
+			}
+		}()
+	}
 	u := scheme + "://" + ln.Addr().String()
 	logger.Info("listening", "url", u, "rooms", len(cfg.Server.Rooms), "engine", cfg.HTTP.Engine)
 	if ready != nil {
@@ -247,6 +278,14 @@ type Config struct {
 	HTTP     Limits
 	Server   server.Config
 	Warnings []string // what the operator should know, each placed in the file
+
+	// source and getenv read the file again on SIGHUP (Run); "" for a
+	// configuration Parse was given no file name of.
+	source string
+	getenv func(string) string
+	// Reloads, when not nil, asks for the file to be read again and its
+	// pools steered by (SIGHUP; Run sets it).
+	Reloads <-chan struct{}
 }
 
 // Limits are the HTTP server's: its engine and its bounds.
@@ -276,6 +315,10 @@ type serveFile struct {
 	Retention         *string         `toml:"retention"`
 	HTTP              httpFile        `toml:"http"`
 	Room              []serveRoomFile `toml:"room"`
+	// Pools: the station seed's [steering] table, and [[pool]] tables of
+	// the same keys with a name and a path (internal/pool).
+	Steering *pool.File  `toml:"steering"`
+	Pool     []pool.File `toml:"pool"`
 }
 
 type httpFile struct {
@@ -293,6 +336,12 @@ type serveRoomFile struct {
 	KeyLog      *string `toml:"keylog"`
 	Policy      *string `toml:"policy"`
 	SteeringKey *string `toml:"steering_key"`
+	// The pathways' health checks (issue 12 item 8), with a pool's keys
+	// and ranges.
+	CheckURLs      map[string]string `toml:"check_urls"`
+	CheckEverys    *int64            `toml:"check_every_s"`
+	CheckTimeoutMs *int64            `toml:"check_timeout_ms"`
+	DownAfter      *int64            `toml:"down_after"`
 }
 
 // serveReader is what Load knows of the file while it reads it.
@@ -325,6 +374,7 @@ func Parse(name string, doc []byte, getenv func(string) string) (*Config, error)
 	if r.Failed() {
 		return nil, r.Err()
 	}
+	cfg.source, cfg.getenv = name, getenv
 	return cfg, nil
 }
 
@@ -441,8 +491,9 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 		}
 	}
 
-	if len(f.Room) == 0 {
-		r.Errorf("room", "at least one [[room]] is needed")
+	r.pools(f, cfg)
+	if len(f.Room) == 0 && f.Steering == nil && len(f.Pool) == 0 {
+		r.Errorf("room", "nothing to steer: give a [[room]], a [steering] table or a [[pool]]")
 	}
 	seen := map[sig.Hash]int{}
 	for i, rf := range f.Room {
@@ -542,6 +593,7 @@ func (r *serveReader) room(i int, f *serveRoomFile) (server.RoomConfig, *policy.
 		}
 		rc.SteeringKey = key
 	}
+	rc.Checks = r.roomChecks(k, f)
 	if r.Mistakes() > n {
 		return rc, nil, sig.Hash{}, false
 	}
@@ -567,6 +619,14 @@ func (r *serveReader) room(i int, f *serveRoomFile) (server.RoomConfig, *policy.
 		r.Errorf(k+".steering_key", "the key %s may not sign the room's decisions: %v", rc.SteeringKey.Public(), err)
 		return rc, nil, rm.ID(), false
 	}
+	// A pathway's health makes the steering key sign the policy it
+	// calls for (server.RoomChecks).
+	if len(rc.Checks.URLs) > 0 {
+		if err := rm.MaySignPolicy(rc.SteeringKey.Public()); err != nil {
+			r.Errorf(k+".check_urls", "the steering key %s signs the policy a pathway's health calls for, and may not sign the room's policies: %v", rc.SteeringKey.Public(), err)
+			return rc, nil, rm.ID(), false
+		}
+	}
 	if f.Policy == nil {
 		return rc, nil, rm.ID(), true // the store's active policy (server.RoomConfig)
 	}
@@ -584,6 +644,11 @@ func (r *serveReader) room(i int, f *serveRoomFile) (server.RoomConfig, *policy.
 	if err != nil {
 		r.Errorf(k+".policy", "%v", err)
 		return rc, nil, rm.ID(), false
+	}
+	for id := range rc.Checks.URLs {
+		if _, ok := p.Index(id); !ok {
+			r.Errorf(k+".check_urls."+id, "the policy has no pathway %q (it has %s)", id, strings.Join(p.IDs(), ", "))
+		}
 	}
 	return rc, p, rm.ID(), true
 }

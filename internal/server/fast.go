@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -165,11 +166,28 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	if len(x.cmcd) > 0 {
 		x.r.Header[cmcdRequest] = x.cmcd
 	}
+	if ph, ok := h.(*poolHub); ok {
+		// A pool writes its RELOAD-URI under the Host the request
+		// reached, and may read a cohort from a header.
+		x.r.Host = string(c.Host())
+		if c.IsTLS() {
+			x.r.TLS = &fastTLS
+		}
+		if name := ph.route.Load().cohortHeader; name != "" {
+			if v := c.Request.Header.Peek(name); v != nil {
+				x.r.Header[name] = []string{string(v)}
+			}
+		}
+	}
 	x.w.c = c
 	s.steerRoute(&x.w, &x.r, h, aerr)
 	x.release()
 	return true
 }
+
+// fastTLS marks a request that came over TLS: a pool reads only whether
+// it did.
+var fastTLS tls.ConnectionState
 
 // cmcdRequest is the header CMCD's request keys come in (CTA-5004-B), as
 // net/http and fasthttp spell header names.
@@ -229,7 +247,7 @@ func (x *fastRequest) release() {
 	clear(x.r.Header)
 	clear(x.w.h)
 	clear(x.cmcd)
-	x.r.RequestURI, x.u.Path, x.u.RawQuery = "", "", ""
+	x.r.RequestURI, x.u.Path, x.u.RawQuery, x.r.Host, x.r.TLS = "", "", "", "", nil
 	x.w.c, x.w.wrote = nil, false
 	fastRequests.Put(x)
 }

@@ -46,6 +46,11 @@ type hub struct {
 	// retired are the steering URIs of the policies the room steered by
 	// before its current one (Server.routesMu guards it).
 	retired []steerRoute
+	// base is the operator's policy, which the room steers by unless a
+	// pathway is down (install; opMu guards it).
+	base *policy.Policy
+	// health checks the pathways that have a check URL; nil for none.
+	health *roomHealth
 	// decisions is the decision prefix of the configured policy when the
 	// store's active one superseded it, which New keeps routed.
 	decisions string

@@ -40,13 +40,16 @@ const (
 	routeHealth
 	routeReady
 	routeMetrics
+	routePoolEdges
+	routePoolChange
 	routeOther
 	routeCount
 )
 
 var routeNames = [routeCount]string{
 	"steer", "preflight", "decision", "policy", "record", "descriptor", "keylog",
-	"records_post", "policy_put", "keylog_put", "status", "healthz", "readyz", "metrics", "other",
+	"records_post", "policy_put", "keylog_put", "status", "healthz", "readyz", "metrics",
+	"pool_edges", "pool_change", "other",
 }
 
 // latencyBounds are the upper bounds of the latency histograms' buckets: a
@@ -302,6 +305,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(&b, "waisteer_records_refused_total{room=\"%s\",code=%q} %d\n", h.id, k, vs[i])
 		}
 	}
+
+	s.writePoolMetrics(r.Context(), &b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/waisteer/waisteer/decision"
@@ -73,6 +72,10 @@ type changeAnswer struct {
 	Previous  string `json:"previous,omitempty"`
 	KeyLogSeq uint64 `json:"key_log_seq,omitempty"`
 	Unchanged bool   `json:"unchanged,omitempty"`
+	// SteeringBy is the policy the room steers by: Policy, or while a
+	// pathway's health checks fail, the policy the steering key signed
+	// with that pathway's capacity 0 (install).
+	SteeringBy string `json:"steering_by,omitempty"`
 	// Warnings are what the operator should know of the change and does
 	// not stop it: each hop of the policy the key log does not let sign a
 	// figure (room.HopGaps).
@@ -86,11 +89,13 @@ type changeAnswer struct {
 // is stored as the room's active policy before it is used; earlier policies
 // stay available by digest.
 //
-// The table of loads is reset: a session's first pathway is an index into
-// the policy it was decided under, which the new one may order or count
-// otherwise. Each session counts again from its next request, within one
-// TTL and the grace; until then the capacities (§6.1) see fewer sessions
-// than are playing.
+// While a pathway's health checks fail, the room steers by the new
+// policy with that pathway's capacity 0 (install). The table of loads is
+// reset when the new policy's pathways differ from the old one's: a
+// session's first pathway is an index into the policy it was decided
+// under. Each session counts again from its next request, within one TTL
+// and the grace; until then the capacities (§6.1) see fewer sessions than
+// are playing.
 func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 	h, body, ok := s.operatorBody(w, r, maxPolicyBody)
 	if !ok {
@@ -103,46 +108,19 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 	}
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
-	cur := h.state.Load()
-	if bytes.Equal(body, cur.policy.Bytes()) {
-		api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), Unchanged: true})
+	if bytes.Equal(body, h.base.Bytes()) {
+		api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: h.state.Load().digest.String(), Unchanged: true})
 		return
 	}
-	st, err := newState(cur.room, cur.descriptor, cur.head, p, h.signer)
-	if err != nil {
-		writeError(w, api.From(err))
+	prevBase := h.base
+	_, st, aerr := s.install(r.Context(), h, p)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
-	s.routesMu.Lock()
-	defer s.routesMu.Unlock()
-	retired := h.retired
-	for _, r := range cur.steer {
-		if !slices.ContainsFunc(st.steer, r.equal) && !slices.ContainsFunc(retired, r.equal) {
-			retired = append(retired[:len(retired):len(retired)], r)
-		}
-	}
-	prev := h.retired
-	h.retired = retired
-	rt, err := buildRoutes(s.sortedHubs(), h, st, s.routes.Load().decisions)
-	if err != nil {
-		h.retired = prev
-		writeError(w, api.From(err))
-		return
-	}
-	persist := func() error { return s.st.PutPolicy(r.Context(), h.id, st.digest, p.Bytes(), true) }
-	if err := h.replace(r.Context(), st, persist); err != nil {
-		h.retired = prev
-		writeError(w, api.Errorf(api.StoreUnavailable, "installing the policy: %v", err))
-		return
-	}
-	s.policies.Store(st.digest, p)
-	s.routes.Store(rt)
-	if err := s.loads.Reset(r.Context(), h.id); err != nil {
-		s.log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
-	}
-	s.log.Info("policy replaced", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
-	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: st.digest.String(), Previous: cur.digest.String(),
-		Warnings: s.warnHopGaps(h, st)})
+	s.log.Info("policy replaced", "room", h.id.String(), "policy", p.Digest().String(), "previous", prevBase.Digest().String(), "steering_by", st.digest.String())
+	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: p.Digest().String(), Previous: prevBase.Digest().String(),
+		SteeringBy: st.digest.String(), Warnings: s.warnHopGaps(h, st)})
 }
 
 // serveKeyLogPut installs a newer head of the room's key log (PUT
@@ -204,16 +182,19 @@ func (s *Server) serveKeyLogPut(w http.ResponseWriter, r *http.Request) {
 
 // Status is a room's status (GET /v1/rooms/{room}/status, operator).
 type Status struct {
-	Room      string          `json:"room"`
-	Name      string          `json:"name"`
-	KeyLogSeq *uint64         `json:"key_log_seq"` // null for a room with no origin
-	Policy    PolicyStatus    `json:"policy"`
-	T         uint64          `json:"t"`      // the room clock when the status was taken, µs
-	Window    [2]uint64       `json:"window"` // [a, b) at t (§5.1)
-	Order     []string        `json:"order"`  // the pathways in the order of §6.2
-	Pathways  []PathwayStatus `json:"pathways"`
-	Decisions DecisionsStatus `json:"decisions"`
-	Records   RecordsStatus   `json:"records"`
+	Room      string       `json:"room"`
+	Name      string       `json:"name"`
+	KeyLogSeq *uint64      `json:"key_log_seq"` // null for a room with no origin
+	Policy    PolicyStatus `json:"policy"`
+	// OperatorPolicy is the operator's policy: Policy's digest, or while
+	// a pathway is down, the policy the health policy was made from.
+	OperatorPolicy string          `json:"operator_policy"`
+	T              uint64          `json:"t"`      // the room clock when the status was taken, µs
+	Window         [2]uint64       `json:"window"` // [a, b) at t (§5.1)
+	Order          []string        `json:"order"`  // the pathways in the order of §6.2
+	Pathways       []PathwayStatus `json:"pathways"`
+	Decisions      DecisionsStatus `json:"decisions"`
+	Records        RecordsStatus   `json:"records"`
 }
 
 // PolicyStatus names the active policy.
@@ -239,6 +220,7 @@ type PathwayStatus struct {
 	Limits   map[string]bool `json:"limits"`
 	Load     *uint32         `json:"load"` // null when the table of loads cannot say
 	First    uint64          `json:"first"`
+	Health   *HealthView     `json:"health,omitempty"` // for a pathway with a check URL
 }
 
 // DecisionsStatus counts the decisions made under the active policy.
@@ -282,8 +264,9 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 			Digest: st.digest.String(), Signer: p.Signer.String(),
 			ServerURI: p.ServerURI, ReloadURI: p.ReloadURI, DecisionURI: p.DecisionURI,
 		},
-		T:         t,
-		Decisions: DecisionsStatus{ByReason: map[string]uint64{}},
+		OperatorPolicy: h.operatorPolicy().Digest().String(),
+		T:              t,
+		Decisions:      DecisionsStatus{ByReason: map[string]uint64{}},
 		Records: RecordsStatus{
 			Accepted: h.accepted.Load(), Duplicate: h.duplicates.Load(), OffPolicy: h.offPolicy.Load(), Refused: map[string]uint64{},
 		},
@@ -302,6 +285,9 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 			ID: id, Status: ev.Status.String(), Class: int(ev.Class),
 			Joules: ev.Joules.String(), Delivery: ev.Delivery.String(),
 			Rank: int(rk.r.Rank(i)), Records: len(ev.Records),
+		}
+		if hs, err := h.pathwayHealth(id); err == nil {
+			ps.Health = healthView(hs)
 		}
 		var load uint32
 		if loads != nil {

@@ -62,7 +62,7 @@ func (e *env) put(what string, body []byte) (*http.Response, []byte) {
 // TestPolicyReplaced: the operator's new policy is checked (§3.3, §3.5,
 // §9.1 step 2) before it is used; it is stored, steers the next request,
 // and the earlier one stays available by digest, so that a decision made
-// under it still verifies (§9.1). The loads start again.
+// under it still verifies (§9.1).
 func TestPolicyReplaced(t *testing.T) {
 	e := newEnv(t, scenario.Spec{Periods: 6}, true)
 	old := e.steer("/v1/steer", nil)
@@ -115,8 +115,12 @@ func TestPolicyReplaced(t *testing.T) {
 	if st.Policy.Digest != nextDigest.String() {
 		t.Errorf("active %s", st.Policy.Digest)
 	}
-	if got := statusLoads(st); !slices.Equal(got, []uint32{0, 0, 0}) {
-		t.Errorf("loads after a new policy: %v, want none", got)
+	// The new policy has the same pathways in the same order, so the
+	// session steered before still counts where it did (§6: a load is the
+	// sessions steered to the pathway first); TestPolicyNewPathwaysResetLoads
+	// changes them.
+	if got := statusLoads(st); !slices.Equal(got, []uint32{0, 1, 0}) {
+		t.Errorf("loads after a new policy of the same pathways: %v, want the session kept", got)
 	}
 	m := e.steer("/v2/steer", nil)
 	if m.TTL != 120 || !strings.HasPrefix(m.Decision, "https://steer.example/audit/") ||
@@ -277,7 +281,7 @@ func TestOperatorDisabled(t *testing.T) {
 	e.start(func(c *Config) { c.OperatorToken = "" })
 	for _, r := range []struct{ method, what string }{{"GET", "status"}, {"PUT", "policy"}, {"PUT", "keylog"}} {
 		resp, b := e.do(r.method, "/v1/rooms/"+e.room()+"/"+r.what, []byte("x"), http.Header{"Authorization": {"Bearer "}})
-		wantError(t, r.what, resp, b, 403, "operator_disabled")
+		wantError(t, r.what, resp, b, 503, "operator_disabled") // the station seed: 503 while no key is set
 	}
 }
 
@@ -447,4 +451,22 @@ func TestDecisionNotRebuilt(t *testing.T) {
 	}
 	resp, b := e.get("/v1/decisions/" + row.Digest.String())
 	wantError(t, "a row that does not rebuild", resp, b, 500, "internal")
+}
+
+// TestPolicyNewPathwaysResetLoads: a policy whose pathways differ from the
+// active one's starts the loads again, since a session's first pathway is
+// an index into the policy it was decided under (§6).
+func TestPolicyNewPathwaysResetLoads(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, true)
+	e.steer("/v1/steer", nil)
+	if got := statusLoads(e.status()); !slices.Equal(got, []uint32{0, 1, 0}) {
+		t.Fatalf("loads %v", got)
+	}
+	next := resign(t, e.sc, e.sc.SteerKey, func(p *policy.Policy) { p.Pathways[2].ID = "renamed" })
+	if resp, b := e.put("policy", next); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT policy: %d %s", resp.StatusCode, b)
+	}
+	if got := statusLoads(e.status()); !slices.Equal(got, []uint32{0, 0, 0}) {
+		t.Errorf("loads after a policy of other pathways: %v, want none", got)
+	}
 }

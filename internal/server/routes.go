@@ -123,27 +123,30 @@ func (r steerRoute) matches(rawQuery string) (int, bool) {
 	return n, n >= len(r.query)
 }
 
-// routeTable maps paths to the rooms that answer them. It is rebuilt when
-// a policy changes and published whole (Server.routes).
+// routeTable maps paths to the rooms and pools that answer them. It is
+// rebuilt when a policy changes or the pools are reloaded, and published
+// whole (Server.routes).
 type routeTable struct {
 	steer     map[string][]steerTarget // by escaped path
 	decisions []string                 // prefixes (path, and query when decision_uri has one)
+	edges     map[string]*poolHub      // a pool's path + "/edges": the operator's view of its edges
 }
 
 type steerTarget struct {
-	hub   *hub
+	to    steerer
 	route steerRoute
 }
 
 // buildRoutes makes the table for the hubs' states, with st in place of
-// the state of hub h when st is not nil, and the decision prefixes already
-// known (a replaced policy's stay). Two rooms may not share a steering URI
-// (path and query parts alike). A room's retired steering URIs, those of
-// policies it steered by before, still reach it unless another room now
+// the state of hub h when st is not nil, the pools, and the decision
+// prefixes already known (a replaced policy's stay). Two rooms or pools may
+// not share a steering URI (path and query parts alike), and a pool's path
+// takes no query. A room's retired steering URIs, those of policies it
+// steered by before, still reach it unless another room or a pool now
 // steers there: a player holding an earlier manifest's RELOAD-URI is
 // answered, never 404 (players.md).
-func buildRoutes(hubs []*hub, h *hub, st *roomState, known []string) (*routeTable, error) {
-	t := &routeTable{steer: map[string][]steerTarget{}, decisions: slices.Clone(known)}
+func buildRoutes(hubs []*hub, pools []*poolHub, h *hub, st *roomState, known []string) (*routeTable, error) {
+	t := &routeTable{steer: map[string][]steerTarget{}, decisions: slices.Clone(known), edges: map[string]*poolHub{}}
 	taken := func(r steerRoute) *steerTarget {
 		for i, other := range t.steer[r.path] {
 			if other.route.equal(r) {
@@ -152,16 +155,31 @@ func buildRoutes(hubs []*hub, h *hub, st *roomState, known []string) (*routeTabl
 		}
 		return nil
 	}
+	for _, ph := range pools {
+		rt := ph.route.Load()
+		r := steerRoute{path: rt.path}
+		if ts := t.steer[r.path]; len(ts) > 0 {
+			return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", ts[0].to.label(), ph.label(), r.path)
+		}
+		t.steer[r.path] = append(t.steer[r.path], steerTarget{to: ph, route: r})
+		t.edges[rt.path+"/edges"] = ph
+	}
 	for _, hb := range hubs {
 		s := hb.state.Load()
 		if hb == h && st != nil {
 			s = st
 		}
 		for _, r := range s.steer {
-			if other := taken(r); other != nil {
-				return nil, api.Errorf(api.RouteConflict, "rooms %s and %s both steer at %q", other.hub.id, hb.id, r.path)
+			if ts := t.steer[r.path]; len(ts) > 0 && isPool(ts[0].to) {
+				return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", ts[0].to.label(), hb.label(), r.path)
 			}
-			t.steer[r.path] = append(t.steer[r.path], steerTarget{hub: hb, route: r})
+			if other := taken(r); other != nil {
+				return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", other.to.label(), hb.label(), r.path)
+			}
+			if ph := t.edges[r.path]; ph != nil {
+				return nil, api.Errorf(api.RouteConflict, "%s steers at %q, the path of %s's edges", hb.label(), r.path, ph.label())
+			}
+			t.steer[r.path] = append(t.steer[r.path], steerTarget{to: hb, route: r})
 		}
 		if !slices.Contains(t.decisions, s.decisions) {
 			t.decisions = append(t.decisions, s.decisions)
@@ -169,8 +187,11 @@ func buildRoutes(hubs []*hub, h *hub, st *roomState, known []string) (*routeTabl
 	}
 	for _, hb := range hubs {
 		for _, r := range hb.retired {
+			if ts := t.steer[r.path]; len(ts) > 0 && isPool(ts[0].to) || t.edges[r.path] != nil {
+				continue // a pool's now
+			}
 			if taken(r) == nil {
-				t.steer[r.path] = append(t.steer[r.path], steerTarget{hub: hb, route: r})
+				t.steer[r.path] = append(t.steer[r.path], steerTarget{to: hb, route: r})
 			}
 		}
 	}
@@ -183,17 +204,17 @@ func buildRoutes(hubs []*hub, h *hub, st *roomState, known []string) (*routeTabl
 	return t, nil
 }
 
-// steerHub finds the room a steering request is for: the one room at its
-// path, or of several, the one whose query parts it holds most of.
-func (t *routeTable) steerHub(path, rawQuery string) (*hub, bool, *api.Error) {
+// steerHub finds the room or pool a steering request is for: the one at
+// its path, or of several, the one whose query parts it holds most of.
+func (t *routeTable) steerHub(path, rawQuery string) (steerer, bool, *api.Error) {
 	ts := t.steer[path]
 	switch len(ts) {
 	case 0:
 		return nil, false, nil
 	case 1:
-		return ts[0].hub, true, nil
+		return ts[0].to, true, nil
 	}
-	var best *hub
+	var best steerer
 	bestN, tie := -1, false
 	for _, c := range ts {
 		n, ok := c.route.matches(rawQuery)
@@ -202,7 +223,7 @@ func (t *routeTable) steerHub(path, rawQuery string) (*hub, bool, *api.Error) {
 		}
 		switch {
 		case n > bestN:
-			best, bestN, tie = c.hub, n, false
+			best, bestN, tie = c.to, n, false
 		case n == bestN:
 			tie = true
 		}
@@ -227,4 +248,11 @@ func (t *routeTable) decisionDigest(path, rawQuery string) (string, bool, bool) 
 		}
 	}
 	return "", false, false
+}
+
+// isPool reports whether a steering route is a pool's, which holds its
+// path whole: a room may not steer there, with or without a query.
+func isPool(s steerer) bool {
+	_, ok := s.(*poolHub)
+	return ok
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -27,11 +28,15 @@ type RoomConfig struct {
 	KeyLogHead  []byte         // nil for a room with no origin
 	Policy      []byte         // signed WSP1; nil to steer by the store's active policy
 	SteeringKey sig.PrivateKey // signs decisions; must be allowed by COMPANION §4.2 for the policy's room
+	Checks      RoomChecks     // the pathways' health checks; none by default
 }
 
 // Config configures a Server.
 type Config struct {
-	Rooms         []RoomConfig
+	Rooms []RoomConfig
+	// Pools are steered by their edges' health and weight, unsigned
+	// (internal/pool); their paths are their own.
+	Pools         []pool.Config
 	OperatorToken string // bearer token for operator routes; empty disables them
 	// SessionGrace is how long after its manifest's TTL a silent session
 	// still counts toward the load of the pathway its latest decision put
@@ -87,6 +92,8 @@ type Server struct {
 	retain uint64 // µs; 0 keeps everything
 
 	hubs     map[sig.Hash]*hub
+	pools    []*poolHub // by name; replaced whole by Reload
+	poolsMu  sync.Mutex
 	archived map[sig.Hash]store.Room // rooms the store holds and the config does not steer
 
 	routes   atomic.Pointer[routeTable]
@@ -100,6 +107,7 @@ type Server struct {
 	mux     http.Handler
 
 	closing atomic.Bool
+	bgCtx   context.Context // the background work's, ended by Close
 	stop    context.CancelFunc
 	bg      sync.WaitGroup
 }
@@ -162,7 +170,28 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			known = append(known, h.decisions)
 		}
 	}
-	rt, err := buildRoutes(hubs, nil, nil, known)
+	if len(cfg.Pools) > 0 {
+		key, err := s.poolKey(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		names := map[string]bool{}
+		for i, c := range cfg.Pools {
+			if names[c.Name] {
+				return nil, fmt.Errorf("server: pool %d: the name %q is another pool's", i, c.Name)
+			}
+			names[c.Name] = true
+			if err := poolPathFree(c.Path); err != nil {
+				return nil, fmt.Errorf("server: pool %d: %w", i, err)
+			}
+			ph, err := s.openPool(c, key)
+			if err != nil {
+				return nil, fmt.Errorf("server: pool %d: %w", i, err)
+			}
+			s.pools = append(s.pools, ph)
+		}
+	}
+	rt, err := buildRoutes(hubs, s.pools, nil, nil, known)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -190,13 +219,20 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.mux = s.newMux()
 
 	bg, stop := context.WithCancel(context.Background())
-	s.stop = stop
+	s.bgCtx, s.stop = bg, stop
 	s.commits = newCommitter(st, cmpOr(cfg.CommitInterval, DefaultCommitInterval), s.metrics, s.log)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.commits.run() }()
 	s.records = newRecordCommitter(st)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.records.run() }()
+	s.startPools(bg)
+	for _, h := range hubs {
+		if h.health != nil {
+			s.bg.Add(1)
+			go func() { defer s.bg.Done(); h.runChecks(bg) }()
+		}
+	}
 	if s.retain > 0 {
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.every(bg, time.Minute, s.prune) }()
@@ -263,6 +299,10 @@ func (s *Server) openRoom(ctx context.Context, rc RoomConfig, stored map[sig.Has
 		}
 	}
 	h.state.Store(st)
+	h.base = p
+	if err := h.openChecks(rc.Checks); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -306,7 +346,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // steerRoute answers a request on a room's steering route (aerr: the
 // route's refusal, when it has one): a preflight, or a steering request.
-func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h *hub, aerr *api.Error) {
+func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, aerr *api.Error) {
 	if r.Method == http.MethodOptions {
 		s.count(routePreflight, w, r, s.preflight)
 		return
@@ -317,7 +357,7 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h *hub, aerr
 			writeError(w, aerr)
 			return
 		}
-		s.serveSteer(w, r, h)
+		h.serveSteer(w, r)
 	})
 }
 
@@ -384,6 +424,10 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	if h, ok, aerr := rt.steerHub(path, r.URL.RawQuery); ok {
 		s.steerRoute(w, r, h, aerr)
+		return
+	}
+	if ph, rest, ok := rt.poolEdges(path); ok {
+		s.servePoolEdges(w, r, ph, rest)
 		return
 	}
 	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
@@ -594,6 +638,7 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.stop()
+	s.stopPools()
 	s.commits.close()
 	s.records.close()
 	done := make(chan struct{})

@@ -1,0 +1,124 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waisteer/waisteer/internal/serve"
+	"github.com/waisteer/waisteer/store"
+)
+
+// TestSeedSteering: the station seed's example [steering] table
+// (testdata/station-steering.toml, copied from
+// station-content-steering.md as written) reads with the seed's defaults
+// and serves its manifest.
+func TestSeedSteering(t *testing.T) {
+	cfg, err := serve.Load(filepath.Join("testdata", "station-steering.toml"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Server.Pools) != 1 || len(cfg.Server.Rooms) != 0 {
+		t.Fatalf("%d pools, %d rooms", len(cfg.Server.Pools), len(cfg.Server.Rooms))
+	}
+	p := cfg.Server.Pools[0]
+	if p.Name != "" || p.Path != "/api/v1/steering" || p.TTL != 300 || p.CheckEvery != 5*time.Second ||
+		p.CheckTimeout != 2*time.Second || p.DownAfter != 2 || p.CloneFrom != "." || len(p.Edges) != 3 {
+		t.Fatalf("the seed's pool read as %+v", p)
+	}
+	for i, want := range []struct {
+		pathway, host string
+		weight        uint32
+		check         string
+	}{
+		{"edge-1", "edge-1.edges.example", 1, "http://edge-1.edges.example/health"},
+		{"edge-2", "edge-2.edges.example", 2, "http://edge-2.edges.example/health"},
+		{"bunny", "kettle-cdn.example", 0, ""},
+	} {
+		e := p.Edges[i]
+		if e.Pathway != want.pathway || e.Host != want.host || e.Weight != want.weight || e.CheckURL != want.check {
+			t.Errorf("edge %d: %+v, want %+v", i, e, want)
+		}
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Server.Logger = logger
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve.Serve(ctx, nil, logger, ln, cfg, store.NewMemory(), store.NewLoads(), func(u string) { urls <- u })
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	u := <-urls
+	resp, err := http.Get(u + "/api/v1/steering")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Version  int      `json:"VERSION"`
+		TTL      int      `json:"TTL"`
+		Reload   string   `json:"RELOAD-URI"`
+		Priority []string `json:"PATHWAY-PRIORITY"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	if m.Version != 1 || m.TTL != 300 || len(m.Priority) != 3 || m.Priority[2] != "bunny" || !strings.HasPrefix(m.Reload, u+"/api/v1/steering?session=") {
+		t.Errorf("the seed's pool served %+v", m)
+	}
+}
+
+// TestPoolConfigErrors: every setting out of the station seed's range,
+// a duplicate pathway, a host with a port or a scheme, and a check_url
+// over https or with userinfo is refused with its file, line and key.
+func TestPoolConfigErrors(t *testing.T) {
+	const head = "[steering]\n"
+	edge := func(lines ...string) string {
+		return "[[steering.edges]]\npathway = \"a\"\n" + strings.Join(lines, "\n") + "\n"
+	}
+	for _, c := range []struct{ name, doc, want string }{
+		{"ttl 0", head + "ttl_s = 0\n" + edge(), "serve.toml:2: steering.ttl_s"},
+		{"ttl over a day", head + "ttl_s = 86401\n" + edge(), "serve.toml:2: steering.ttl_s"},
+		{"check_every 0", head + "check_every_s = 0\n" + edge(), "serve.toml:2: steering.check_every_s"},
+		{"check_every 301", head + "check_every_s = 301\n" + edge(), "serve.toml:2: steering.check_every_s"},
+		{"timeout 99", head + "check_timeout_ms = 99\n" + edge(), "serve.toml:2: steering.check_timeout_ms"},
+		{"timeout past the period", head + "check_every_s = 1\ncheck_timeout_ms = 1001\n" + edge(), "serve.toml:3: steering.check_timeout_ms"},
+		{"down_after 0", head + "down_after = 0\n" + edge(), "serve.toml:2: steering.down_after"},
+		{"down_after 21", head + "down_after = 21\n" + edge(), "serve.toml:2: steering.down_after"},
+		{"duplicate pathway", head + edge() + edge(), "serve.toml:6: steering.edges[1].pathway"},
+		{"a bad pathway", head + "[[steering.edges]]\npathway = \"a b\"\n", "serve.toml:3: steering.edges[0].pathway"},
+		{"host with a port", head + edge("host = \"edge.example:8443\""), "serve.toml:4: steering.edges[0].host"},
+		{"host with a scheme", head + edge("host = \"https://edge.example\""), "serve.toml:4: steering.edges[0].host"},
+		{"https check", head + edge("check_url = \"https://edge.example/health\""), "serve.toml:4: steering.edges[0].check_url"},
+		{"userinfo check", head + edge("check_url = \"http://u:p@edge.example/health\""), "serve.toml:4: steering.edges[0].check_url"},
+		{"negative weight", head + edge("weight = -1"), "serve.toml:4: steering.edges[0].weight"},
+		{"unknown key", head + edge("colour = 1"), "serve.toml:4: steering.edges[0].colour: unknown key"},
+		{"two pools on one path", "[[pool]]\nname = \"a\"\npath = \"/s\"\n[[pool]]\nname = \"b\"\npath = \"/s\"\n", "serve.toml:6: pool[1].path"},
+		{"a room check over https", "[[room]]\ndescriptor = \"x\"\nsteering_key = \"y\"\ncheck_urls = { a = \"https://a.example/\" }\n", "room[0]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := serve.Parse("serve.toml", []byte(c.doc), func(string) string { return "" })
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v\nwant it to hold %q", err, c.want)
+			}
+		})
+	}
+}

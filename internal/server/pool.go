@@ -1,0 +1,326 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/health"
+	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
+)
+
+// A steerer answers the GETs of a steering route. The server has two: an
+// energy room (hub), which decides each request by the rule (§6), signs the
+// decision and stores it before it answers; and a pool (poolHub), which
+// orders its edges by health and weight (internal/pool) and signs and
+// stores nothing. Everything around them is the server's, the same for
+// both: the routes, the preflight, the sessions counted in the table of
+// loads, the metrics, the logs and the operator's token.
+type steerer interface {
+	// serveSteer answers a request on the route: a GET, or a refusal.
+	serveSteer(w http.ResponseWriter, r *http.Request)
+	// label names the steerer in messages: "room <id>", "pool <name>".
+	label() string
+	// readsHost says whether the answer depends on the Host the request
+	// reached (a pool's RELOAD-URI), which the fasthttp path then copies.
+	readsHost() bool
+}
+
+func (h *hub) serveSteer(w http.ResponseWriter, r *http.Request) { h.s.serveSteer(w, r, h) }
+func (h *hub) label() string                                     { return "room " + h.id.String() }
+func (h *hub) readsHost() bool                                   { return false }
+
+// A poolHub is one pool the server steers: the pool itself, the checker of
+// its edges' health, and what the operator sees of both.
+type poolHub struct {
+	s    *Server
+	p    *pool.Pool
+	name string   // "" for the configuration's [steering] table
+	id   sig.Hash // the pool's key in the table of loads (poolLoadsID)
+
+	// route is what a request reads of the configuration, swapped whole
+	// when it is reloaded.
+	route atomic.Pointer[poolRoute]
+
+	checker *health.Checker // nil while no edge has a check_url
+	started bool            // whether checker runs (Server.routesMu)
+	checks  counterMap[string]
+	latency sync.Map // pathway → *histogram of its checks' durations
+
+	mu      sync.Mutex // guards changes
+	changes []edgeChange
+}
+
+// poolRoute is what a steering request needs of a pool's configuration.
+type poolRoute struct {
+	path         string
+	ttl          int
+	cohortHeader string
+	ids          []string // the edges' pathways, in the order written
+}
+
+// edgeChange is an edge going down or coming back, drained or reweighted,
+// as the operator's view lists it.
+type edgeChange struct {
+	At      time.Time `json:"at"`
+	Pathway string    `json:"pathway"`
+	What    string    `json:"what"` // "down", "up", "drained", "undrained", "weight", "added", "removed"
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// maxChanges is how many of its latest changes a pool keeps for the view.
+const maxChanges = 64
+
+// poolLoadsID is a pool's key in the table of loads: apart from every
+// room id, which is a digest of a descriptor (COMPANION §4).
+func poolLoadsID(name string) sig.Hash {
+	return sha256.Sum256([]byte("waisteer pool\x00" + name))
+}
+
+func (ph *poolHub) label() string {
+	if ph.name == "" {
+		return "pool [steering]"
+	}
+	return "pool " + ph.name
+}
+
+func (ph *poolHub) readsHost() bool { return true }
+
+func (ph *poolHub) logName() string {
+	if ph.name == "" {
+		return "steering"
+	}
+	return ph.name
+}
+
+func newPoolRoute(c pool.Config) *poolRoute {
+	rt := &poolRoute{path: c.Path, ttl: c.TTL, cohortHeader: http.CanonicalHeaderKey(c.CohortHeader)}
+	for _, e := range c.Edges {
+		rt.ids = append(rt.ids, e.Pathway)
+	}
+	return rt
+}
+
+// openPool makes the hub of a configured pool, with its checker made and
+// not started.
+func (s *Server) openPool(c pool.Config, key [16]byte) (*poolHub, error) {
+	p, err := pool.New(c, key)
+	if err != nil {
+		return nil, err
+	}
+	ph := &poolHub{s: s, p: p, name: c.Name, id: poolLoadsID(c.Name)}
+	ph.route.Store(newPoolRoute(c))
+	if err := ph.check(c); err != nil {
+		return nil, err
+	}
+	return ph, nil
+}
+
+// check makes or updates the pool's checker for c's edges.
+func (ph *poolHub) check(c pool.Config) error {
+	st, targets := poolChecks(c)
+	if ph.checker != nil {
+		return ph.checker.Update(st, targets)
+	}
+	if len(targets) == 0 && ph.checker == nil {
+		// A checker is made once an edge has a check_url; a reload may
+		// add one later.
+		return nil
+	}
+	ch, err := health.New(st, targets, health.Options{
+		OnChange: ph.healthChanged,
+		OnCheck:  ph.checked,
+		Logger:   ph.s.log.With("pool", ph.logName()),
+	})
+	if err != nil {
+		return err
+	}
+	ph.checker = ch
+	return nil
+}
+
+func poolChecks(c pool.Config) (health.Settings, []health.Target) {
+	st := health.Settings{Every: c.CheckEvery, Timeout: c.CheckTimeout, DownAfter: c.DownAfter}
+	var ts []health.Target
+	for _, e := range c.Edges {
+		if e.CheckURL != "" {
+			ts = append(ts, health.Target{Name: e.Pathway, URL: e.CheckURL})
+		}
+	}
+	return st, ts
+}
+
+// healthChanged takes an edge out of the pool's orders or puts it back.
+func (ph *poolHub) healthChanged(c health.Change) {
+	ph.p.SetUp(c.Name, c.Up)
+	what, detail := "up", ""
+	if !c.Up {
+		what, detail = "down", c.Status.LastError
+	}
+	ph.note(c.Name, what, detail)
+}
+
+// checked counts a check for the metrics.
+func (ph *poolHub) checked(name string, o health.Outcome, d time.Duration) {
+	ph.checks.add(name + "\x00" + string(o))
+	v, ok := ph.latency.Load(name)
+	if !ok {
+		v, _ = ph.latency.LoadOrStore(name, newLatencyHistogram())
+	}
+	v.(*histogram).observeDuration(d)
+}
+
+// note records a change for the operator's view; the checker and the
+// operator's routes log it.
+func (ph *poolHub) note(pathway, what, detail string) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	ph.changes = append(ph.changes, edgeChange{At: time.Now().UTC(), Pathway: pathway, What: what, Detail: detail})
+	if n := len(ph.changes); n > maxChanges {
+		ph.changes = append(ph.changes[:0], ph.changes[n-maxChanges:]...)
+	}
+}
+
+// poolSteering is one pool request's work, reused so that a request
+// allocates little beyond what net/http does.
+type poolSteering struct {
+	req     pool.Request
+	first   int
+	expires uint64
+	rule    func([]uint32) (int, uint64, error) // x.decide, bound once
+}
+
+var poolSteerings = sync.Pool{New: func() any {
+	x := &poolSteering{}
+	x.rule = x.decide
+	return x
+}}
+
+// decide counts the session on the edge its manifest puts first, until
+// its TTL and the grace have passed (the table of loads, as a room's).
+func (x *poolSteering) decide([]uint32) (int, uint64, error) { return x.first, x.expires, nil }
+
+// headerJSON is a pool manifest's media type: the station seed's.
+var headerJSON = []string{"application/json"}
+
+// serveSteer answers a GET of the pool's route with the session's
+// manifest (the station seed's route): 404 while the pool has no edges,
+// which the seed calls steering off; never 410 or 429 (players.md).
+func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
+	steerHeaders(w)
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, OPTIONS")
+		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET, not %s", r.Method))
+		return
+	}
+	if len(r.RequestURI) > maxTarget {
+		writeError(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
+		return
+	}
+	rt := ph.route.Load()
+	if !ph.p.Enabled() {
+		writeError(w, api.Errorf(api.NotFound, "steering is off: %s has no edges", ph.label()))
+		return
+	}
+	// The players' parameters and CMCD are read as a room reads them
+	// (§4), and accepted; a pool orders by health and weight alone.
+	q := report.ParseQuery(r.RequestURI)
+	q.Report(r.Header, rt.ids)
+
+	x := poolSteerings.Get().(*poolSteering)
+	x.req.RawQuery = r.URL.RawQuery
+	x.req.Cohort = ""
+	if rt.cohortHeader != "" {
+		if v := r.Header[rt.cohortHeader]; len(v) > 0 {
+			x.req.Cohort = v[0]
+		}
+	}
+	x.req.Base = requestBase(r)
+	mb := buffers.Get().(*[]byte)
+	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
+	now := ph.s.clock()
+	x.first = first
+	x.expires = now + uint64(rt.ttl)*1_000_000 + ph.s.grace
+	if err := ph.s.loads.Steer(r.Context(), ph.id, len(rt.ids), report.Session(session), now, x.rule); err != nil {
+		// The count of live sessions is the operator's view; the
+		// player's manifest does not depend on it.
+		ph.s.log.Warn("counting a pool's session", "pool", ph.logName(), "err", err)
+	}
+	x.req = pool.Request{}
+	poolSteerings.Put(x)
+
+	hd := w.Header()
+	hd["Content-Type"] = headerJSON
+	hd.Set("Content-Length", strconv.Itoa(len(m)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(m)
+	*mb = m[:0]
+	buffers.Put(mb)
+}
+
+// requestBase is the scheme and authority a request reached, which a
+// pool's RELOAD-URI is written under unless its public_url says otherwise:
+// players resolve a relative one against different bases (players.md).
+func requestBase(r *http.Request) string {
+	if r.Host == "" {
+		return ""
+	}
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
+// poolsSorted lists the pools by name ("" first).
+func (s *Server) poolsSorted() []*poolHub {
+	s.poolsMu.Lock()
+	defer s.poolsMu.Unlock()
+	out := make([]*poolHub, len(s.pools))
+	copy(out, s.pools)
+	return out
+}
+
+// startPools starts every pool's checker.
+func (s *Server) startPools(ctx context.Context) {
+	for _, ph := range s.poolsSorted() {
+		if ph.checker != nil {
+			ph.checker.Start(ctx)
+			ph.started = true
+		}
+	}
+}
+
+func (s *Server) stopPools() {
+	for _, ph := range s.poolsSorted() {
+		if ph.checker != nil {
+			ph.checker.Stop()
+		}
+	}
+}
+
+// poolKey is the secret a pool's sessions are made with: one for every
+// pool, in the store, so that a session outlives a restart and is known to
+// every server on the store.
+func (s *Server) poolKey(ctx context.Context) ([16]byte, error) {
+	var k [16]byte
+	b, err := s.st.Secret(ctx, "pool-sessions", len(k))
+	if err != nil {
+		return k, fmt.Errorf("the pools' session secret: %w", err)
+	}
+	copy(k[:], b)
+	return k, nil
+}
+
+// logPool logs at level with the pool's name.
+func (ph *poolHub) log(level slog.Level, msg string, args ...any) {
+	ph.s.log.Log(context.Background(), level, msg, append([]any{"pool", ph.logName()}, args...)...)
+}

@@ -1,0 +1,228 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/health"
+	"github.com/waisteer/waisteer/policy"
+)
+
+// RoomChecks are the health checks of an energy room's pathways (issue 12
+// item 8): while a pathway's checks fail, the room steers by a policy its
+// steering key signs, the operator's but for that pathway's capacity, 0,
+// so that §6.1 keeps the pathway outside the limits and every decision
+// still verifies (§9); once it passes again, by the operator's own policy.
+type RoomChecks struct {
+	Settings health.Settings
+	URLs     map[string]string // pathway id → its check URL
+}
+
+// roomHealth is what a hub keeps of its pathways' health.
+type roomHealth struct {
+	checker *health.Checker
+	wake    chan struct{} // a change to apply, coalesced
+	mu      sync.Mutex    // guards down
+	down    map[string]bool
+}
+
+// openChecks makes the room's checker, not yet started: the steering key
+// must be allowed to sign the room's policies (COMPANION §4.2), since it
+// signs the one a pathway's health calls for.
+func (h *hub) openChecks(c RoomChecks) error {
+	if len(c.URLs) == 0 {
+		return nil
+	}
+	st := h.state.Load()
+	if err := st.room.MaySignPolicy(h.signer); err != nil {
+		return api.Errorf(api.SteeringKey, "the room's pathways have check URLs, and the steering key %s, which signs the policy a pathway's health calls for, may not sign the room's policies: %v", h.signer, err)
+	}
+	var ts []health.Target
+	for _, id := range slices.Sorted(maps.Keys(c.URLs)) {
+		ts = append(ts, health.Target{Name: id, URL: c.URLs[id]})
+	}
+	hh := &roomHealth{wake: make(chan struct{}, 1), down: map[string]bool{}}
+	ch, err := health.New(c.Settings, ts, health.Options{
+		OnChange: func(c health.Change) {
+			hh.mu.Lock()
+			if c.Up {
+				delete(hh.down, c.Name)
+			} else {
+				hh.down[c.Name] = true
+			}
+			hh.mu.Unlock()
+			select {
+			case hh.wake <- struct{}{}:
+			default:
+			}
+		},
+		Logger: h.s.log.With("room", h.id.String()),
+	})
+	if err != nil {
+		return err
+	}
+	hh.checker = ch
+	h.health = hh
+	return nil
+}
+
+// downNow is the set of the room's pathways that are down.
+func (h *hub) downNow() map[string]bool {
+	if h.health == nil {
+		return nil
+	}
+	h.health.mu.Lock()
+	defer h.health.mu.Unlock()
+	return maps.Clone(h.health.down)
+}
+
+// runChecks checks the room's pathways until ctx ends, and steers by the
+// policy their health calls for after each change.
+func (h *hub) runChecks(ctx context.Context) {
+	h.health.checker.Start(ctx)
+	defer h.health.checker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.health.wake:
+		}
+		h.opMu.Lock()
+		_, _, aerr := h.s.install(ctx, h, h.base)
+		h.opMu.Unlock()
+		if aerr != nil {
+			h.s.log.Error("steering by the policy the pathways' health calls for", "room", h.id.String(), "err", aerr.Detail)
+		}
+	}
+}
+
+// healthPolicy is the policy the room steers by under base while the
+// pathways down are down: base itself when none of its pathways is, else
+// base with each such pathway's capacity 0, signed by the steering key.
+// Signing is deterministic (RFC 8032), so the same base and the same
+// pathways down give the same bytes and digest on every server.
+func (h *hub) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.Policy, error) {
+	var zero []int
+	for i, pw := range base.Pathways {
+		if down[pw.ID] && pw.Capacity != 0 {
+			zero = append(zero, i)
+		}
+	}
+	if len(zero) == 0 {
+		return base, nil
+	}
+	p := *base
+	p.Pathways = slices.Clone(base.Pathways)
+	for _, i := range zero {
+		p.Pathways[i].Capacity = 0
+	}
+	raw, err := policy.Sign(&p, h.key)
+	if err != nil {
+		return nil, err
+	}
+	return policy.Parse(raw)
+}
+
+// install makes base the room's operator policy and steers by the policy
+// its pathways' health calls for (healthPolicy): the state checked
+// (newState), the routes rebuilt, both policies stored (the operator's as
+// the room's active one, which a restart steers by, and the health
+// policy by digest, for auditors), the evidence rebuilt, then the state
+// published. It returns the states before and after. h.opMu is held.
+func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy) (cur, st *roomState, aerr *api.Error) {
+	cur = h.state.Load()
+	down := h.downNow()
+	eff, err := h.healthPolicy(base, down)
+	if err != nil {
+		return cur, nil, api.Errorf(api.Internal, "signing the policy for the pathways down: %v", err)
+	}
+	if eff.Digest() == cur.digest && base == h.base {
+		return cur, cur, nil
+	}
+	st, err = newState(cur.room, cur.descriptor, cur.head, eff, h.signer)
+	if err != nil {
+		return cur, nil, api.From(err)
+	}
+	s.routesMu.Lock()
+	defer s.routesMu.Unlock()
+	retired := h.retired
+	for _, r := range cur.steer {
+		if !slices.ContainsFunc(st.steer, r.equal) && !slices.ContainsFunc(retired, r.equal) {
+			retired = append(retired[:len(retired):len(retired)], r)
+		}
+	}
+	prev := h.retired
+	h.retired = retired
+	rt, err := buildRoutes(s.sortedHubs(), s.poolsSorted(), h, st, s.routes.Load().decisions)
+	if err != nil {
+		h.retired = prev
+		return cur, nil, api.From(err)
+	}
+	persist := func() error {
+		err := s.st.PutPolicy(ctx, h.id, base.Digest(), base.Bytes(), true)
+		if err == nil && eff != base {
+			err = s.st.PutPolicy(ctx, h.id, eff.Digest(), eff.Bytes(), false)
+		}
+		return err
+	}
+	if err := h.replace(ctx, st, persist); err != nil {
+		h.retired = prev
+		return cur, nil, api.Errorf(api.StoreUnavailable, "installing the policy: %v", err)
+	}
+	h.base = base
+	s.policies.Store(base.Digest(), base)
+	s.policies.Store(st.digest, eff)
+	s.routes.Store(rt)
+	if !slices.Equal(cur.ids, st.ids) {
+		// A session's first pathway is an index into the policy it was
+		// decided under; a policy that only zeroes capacities keeps them.
+		if err := s.loads.Reset(ctx, h.id); err != nil {
+			s.log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
+		}
+	}
+	if eff != base {
+		s.log.Warn("steering by the health policy: pathways down have capacity 0", "room", h.id.String(),
+			"policy", st.digest.String(), "operator_policy", base.Digest().String(), "down", downList(base, down))
+	} else if cur.digest != st.digest {
+		s.log.Info("steering by the operator's policy", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
+	}
+	return cur, st, nil
+}
+
+// downList is the pathways of p that are down, in p's order.
+func downList(p *policy.Policy, down map[string]bool) []string {
+	var out []string
+	for _, pw := range p.Pathways {
+		if down[pw.ID] {
+			out = append(out, pw.ID)
+		}
+	}
+	return out
+}
+
+// errNoChecks is Status's for a room with no checks.
+var errNoChecks = errors.New("no checks")
+
+// pathwayHealth is a pathway's health for the room's status, or
+// errNoChecks.
+func (h *hub) pathwayHealth(id string) (health.Status, error) {
+	if h.health == nil {
+		return health.Status{}, errNoChecks
+	}
+	st, ok := h.health.checker.Status(id)
+	if !ok {
+		return health.Status{}, errNoChecks
+	}
+	return st, nil
+}
+
+// operatorPolicy is the operator's policy of the room.
+func (h *hub) operatorPolicy() *policy.Policy {
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	return h.base
+}
