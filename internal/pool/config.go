@@ -189,9 +189,11 @@ func Read(f *File, named bool) (Config, []Problem) {
 		c.CheckEvery = time.Duration(clamp(*f.CheckEverys, -1e6, 1e6)) * time.Second
 	}
 	if f.CheckTimeoutMs != nil {
-		// The upper bound, check_every_s, is Check's.
-		ps.inRange("check_timeout_ms", *f.CheckTimeoutMs, int64(minCheckTimeout/time.Millisecond), int64(maxCheckEvery/time.Millisecond))
-		c.CheckTimeout = time.Duration(clamp(*f.CheckTimeoutMs, -1e9, 1e9)) * time.Millisecond
+		v, top := *f.CheckTimeoutMs, timeoutTop(c.CheckEvery)
+		if lo := int64(minCheckTimeout / time.Millisecond); v < lo || v > top.Milliseconds() {
+			ps.add("check_timeout_ms", "%d is not %s to %s (check_every_s)", v, millis(minCheckTimeout), millis(top))
+		}
+		c.CheckTimeout = time.Duration(clamp(v, -1e9, 1e9)) * time.Millisecond
 	}
 	if f.DownAfter != nil {
 		ps.inRange("down_after", *f.DownAfter, 1, maxDownAfter)
@@ -292,18 +294,10 @@ func (c *Config) Check() []Problem {
 		ps.add("path", "%q %s", c.Path, r)
 	}
 	ps.inRange("ttl_s", int64(c.TTL), 1, maxTTL)
-	everyOK := c.CheckEvery >= minCheckEvery && c.CheckEvery <= maxCheckEvery
-	if !everyOK {
+	if c.CheckEvery < minCheckEvery || c.CheckEvery > maxCheckEvery {
 		ps.add("check_every_s", "%s is not %s to %s", seconds(c.CheckEvery), seconds(minCheckEvery), seconds(maxCheckEvery))
 	}
-	// A check may take up to the interval, so that checks of one edge never
-	// overlap. Against an interval that is itself wrong, only the outer
-	// bound is checked.
-	top := maxCheckEvery
-	if everyOK {
-		top = c.CheckEvery
-	}
-	if c.CheckTimeout < minCheckTimeout || c.CheckTimeout > top {
+	if top := timeoutTop(c.CheckEvery); c.CheckTimeout < minCheckTimeout || c.CheckTimeout > top {
 		ps.add("check_timeout_ms", "%s is not %s to %s (check_every_s)", millis(c.CheckTimeout), millis(minCheckTimeout), millis(top))
 	}
 	ps.inRange("down_after", int64(c.DownAfter), 1, maxDownAfter)
@@ -412,7 +406,7 @@ func (c *Config) checkRules(ps *problems) {
 		return
 	}
 	if c.Assign != AssignBuckets {
-		ps.add("rules", "rules give buckets their priority, and are read only with assign = %q", AssignBuckets)
+		ps.add("rules[0]", "rules give buckets their priority, and are read only with assign = %q", AssignBuckets)
 	}
 	if len(c.Rules) > maxRules {
 		ps.add("rules", "%d rules are more than the %d a pool may have", len(c.Rules), maxRules)
@@ -456,6 +450,16 @@ func (c *Config) checkRules(ps *problems) {
 	}
 }
 
+// timeoutTop is the longest a check may take: the interval, so that the
+// checks of one edge never overlap. Against an interval that is itself out
+// of range, only the outer bound is checked.
+func timeoutTop(every time.Duration) time.Duration {
+	if every < minCheckEvery || every > maxCheckEvery {
+		return maxCheckEvery
+	}
+	return every
+}
+
 // inRange records a problem when v is not lo to hi.
 func (ps *problems) inRange(key string, v, lo, hi int64) {
 	if v < lo || v > hi {
@@ -485,12 +489,17 @@ func grouped(n int64) string {
 	return s
 }
 
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
-}
+// seconds and millis write a duration in the unit of its key, as grouped
+// writes a whole number.
+func seconds(d time.Duration) string { return inUnit(d, time.Second) }
 
-func millis(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64)
+func millis(d time.Duration) string { return inUnit(d, time.Millisecond) }
+
+func inUnit(d, unit time.Duration) string {
+	if d%unit == 0 {
+		return grouped(int64(d / unit))
+	}
+	return strconv.FormatFloat(float64(d)/float64(unit), 'f', -1, 64)
 }
 
 func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }

@@ -213,9 +213,6 @@ func headerNameProblem(s string) string {
 // cohortParamProblem: the cohort's query parameter is a plain name, and
 // not one this package or a player already writes.
 func cohortParamProblem(s string) string {
-	if r := paramNameProblem(s); r != "" {
-		return r
-	}
 	l := strings.ToLower(s)
 	switch {
 	case l == "session" || l == "bucket":
@@ -223,7 +220,7 @@ func cohortParamProblem(s string) string {
 	case strings.HasPrefix(l, "_hls_") || strings.HasPrefix(l, "_dash_") || strings.HasPrefix(l, "cmcd"):
 		return "is a parameter players add to their steering requests"
 	}
-	return ""
+	return paramNameProblem(s)
 }
 
 // paramNameProblem: a query parameter's name, in PARAMS or cohort_param, is
@@ -361,6 +358,9 @@ func isHex(b byte) bool {
 // quoteByte writes a byte for a message: printable as itself in quotes,
 // otherwise in hexadecimal.
 func quoteByte(b byte) string {
+	if b == ' ' {
+		return "a space"
+	}
 	if b > 0x20 && b < 0x7f {
 		return strconv.QuoteRune(rune(b))
 	}
