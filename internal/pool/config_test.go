@@ -37,7 +37,7 @@ weight = 0
 
 // serverFile is how the server's configuration embeds pools.
 type serverFile struct {
-	Steering *File `toml:"steering"`
+	Steering *File  `toml:"steering"`
 	Pool     []File `toml:"pool"`
 }
 
