@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 )
 
@@ -214,9 +215,19 @@ func TestWeightZeroInOrderWritten(t *testing.T) {
 // rendezvous hash, computed here from the doc's formula (score = w/−ln(u),
 // highest first), so that it is the same in every process and release.
 func TestRendezvousReference(t *testing.T) {
-	edges := []any{"edge-1", 1, "edge-2", 2, "cdn.b", 5, "x_y", 3, "bunny", 0}
+	var many []any
+	for i := range 100 {
+		many = append(many, "e"+strconv.Itoa(i), i%5)
+	}
+	t.Run("5 edges", func(t *testing.T) {
+		rendezvousReference(t, []any{"edge-1", 1, "edge-2", 2, "cdn.b", 5, "x_y", 3, "bunny", 0}, 2000)
+	})
+	t.Run("100 edges", func(t *testing.T) { rendezvousReference(t, many, 200) })
+}
+
+func rendezvousReference(t *testing.T, edges []any, n int) {
 	p := newPool(t, config(edges...))
-	got := orders(t, p, 2000)
+	got := orders(t, p, n)
 	splitmix := func(z uint64) uint64 {
 		z += 0x9e3779b97f4a7c15
 		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
@@ -314,4 +325,44 @@ func TestFirstCounts(t *testing.T) {
 			t.Errorf("%s: First %d, and %d manifests put it first", e.Pathway, e.First, count[e.Pathway])
 		}
 	}
+}
+
+// TestSortRanked: the sort orders by key and an equal key by index, as a
+// stable sort of the text's order does, for sizes about its cut-off and
+// with equal keys.
+func TestSortRanked(t *testing.T) {
+	r := uint64(1)
+	for n := range 300 {
+		for _, distinct := range []uint64{2, 7, 1 << 40} {
+			a := make([]ranked, n)
+			for i := range a {
+				r = splitmixRef(r)
+				a[i] = ranked{float64(r % distinct), int32(i)}
+			}
+			r = splitmixRef(r)
+			rand := r
+			// Shuffle, so that equal keys are out of their order.
+			for i := len(a) - 1; i > 0; i-- {
+				rand = splitmixRef(rand)
+				j := int(rand % uint64(i+1))
+				a[i], a[j] = a[j], a[i]
+			}
+			want := slices.Clone(a)
+			sort.Slice(want, func(x, y int) bool {
+				return want[x].key < want[y].key || want[x].key == want[y].key && want[x].i < want[y].i
+			})
+			sortRanked(a)
+			if !slices.Equal(a, want) {
+				t.Fatalf("%d keys of %d values: %v, want %v", n, distinct, a, want)
+			}
+		}
+	}
+}
+
+// splitmixRef steps a SplitMix64 generator, for test data.
+func splitmixRef(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
