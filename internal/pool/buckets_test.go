@@ -264,20 +264,20 @@ func TestCohortHeader(t *testing.T) {
 		{First: 1, Last: 10, Priority: []string{"old", "new"}},
 	}
 	p := newPool(t, c)
-	count := func(cohort string) int {
+	count := func(cohort string, sessions int) int {
 		n := 0
-		for _, s := range firstRequests(t, p, 100_000, cohort) {
+		for _, s := range firstRequests(t, p, sessions, cohort) {
 			if s.priority[0] == "new" {
 				n++
 			}
 		}
 		return n
 	}
-	if n := count("US"); n != 30_000 {
+	if n := count("US", 100_000); n != 30_000 {
 		t.Errorf("US: the new CDN first for %d of 100 000, want 30 000", n)
 	}
 	for _, other := range []string{"FR", "", "us", "US "} {
-		if n := count(other); n != 0 {
+		if n := count(other, 10_000); n != 0 {
 			t.Errorf("%q: the new CDN first for %d, want 0", other, n)
 		}
 	}

@@ -3,6 +3,7 @@ package pool
 import (
 	"bytes"
 	"crypto/aes"
+	"crypto/cipher"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -22,10 +24,7 @@ var testKey = [16]byte{0: 0x2b, 1: 0x7e, 2: 0x15, 3: 0x16, 15: 0x3c}
 // the random ones), the bucket (u16, big-endian) and 6 zero bytes.
 func refSession(t testing.TB, key [16]byte, n uint64, bucket uint16) Session {
 	t.Helper()
-	b, err := aes.NewCipher(key[:])
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := refCipher(t, key)
 	var plain [16]byte
 	binary.BigEndian.PutUint64(plain[:8], n)
 	binary.BigEndian.PutUint16(plain[8:10], bucket)
@@ -38,13 +37,26 @@ func refSession(t testing.TB, key [16]byte, n uint64, bucket uint16) Session {
 // its last 6 bytes decrypt to zeros.
 func refBucket(t testing.TB, key [16]byte, s Session) (uint16, bool) {
 	t.Helper()
+	b := refCipher(t, key)
+	var plain [16]byte
+	b.Decrypt(plain[:], s[:])
+	return binary.BigEndian.Uint16(plain[8:10]), bytes.Equal(plain[10:], make([]byte, 6))
+}
+
+// refCiphers holds each key's AES, made once: the tests make a few million
+// sessions.
+var refCiphers sync.Map
+
+func refCipher(t testing.TB, key [16]byte) cipher.Block {
+	if b, ok := refCiphers.Load(key); ok {
+		return b.(cipher.Block)
+	}
 	b, err := aes.NewCipher(key[:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plain [16]byte
-	b.Decrypt(plain[:], s[:])
-	return binary.BigEndian.Uint16(plain[8:10]), bytes.Equal(plain[10:], make([]byte, 6))
+	refCiphers.Store(key, b)
+	return b
 }
 
 // manifest is the steering manifest as the station seed shows it.
