@@ -160,7 +160,7 @@ func (s *Server) poolView(ctx context.Context, ph *poolHub) PoolView {
 	c := ph.p.Config()
 	v := PoolView{Pool: ph.name, Path: c.Path, Enabled: ph.p.Enabled(), TTLs: c.TTL, Assign: c.Assign, Edges: []EdgeView{}}
 	edges := ph.p.Edges()
-	firsts := ph.p.Firsts()
+	firsts := poolFirsts(ph.p)
 	loads, _ := s.loads.Snapshot(ctx, ph.id, len(edges), s.clock())
 	for i, e := range edges {
 		ev := EdgeView{Pathway: e.Pathway, Host: e.Host, Weight: e.Weight, Checked: e.Checked, Drained: e.Drained,
@@ -366,7 +366,7 @@ func (s *Server) writePoolMetrics(ctx context.Context, b *bytes.Buffer) {
 	}
 	b.WriteString("# HELP waisteer_pool_manifests_total Manifests a pool served, by the edge they put first.\n# TYPE waisteer_pool_manifests_total counter\n")
 	for _, r := range rows {
-		firsts := r.ph.p.Firsts()
+		firsts := poolFirsts(r.ph.p)
 		for i, e := range r.edges {
 			if i < len(firsts) {
 				fmt.Fprintf(b, "waisteer_pool_manifests_total{pool=%q,first=%q} %d\n", r.ph.name, e.Pathway, firsts[i])
@@ -398,4 +398,14 @@ func healthView(st health.Status) *HealthView {
 		v.Since = &t
 	}
 	return v
+}
+
+// poolFirsts is each edge's count of manifests that put it first.
+func poolFirsts(p *pool.Pool) []uint64 {
+	es := p.Edges()
+	out := make([]uint64, len(es))
+	for i, e := range es {
+		out[i] = e.First
+	}
+	return out
 }

@@ -1,0 +1,271 @@
+package pool
+
+import (
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// The manifest's fixed pieces, in the order of its members.
+const (
+	manifestBucket   = `&bucket=`
+	manifestPriority = `","PATHWAY-PRIORITY":[`
+	manifestClones   = `,"PATHWAY-CLONES":[`
+)
+
+// Request is what the server read of one steering request.
+type Request struct {
+	RawQuery string // the query as sent, without '?'
+	Cohort   string // the cohort_header's value, "" when none or not configured
+	Base     string // "scheme://host" the request reached, used when PublicURL is ""
+}
+
+// smallPool is the most edges whose scratch lives on Steer's stack.
+const smallPool = 64
+
+// scratch is a larger pool's: from a sync.Pool, which takes no lock while
+// each processor has one to hand.
+type scratch struct {
+	out  []int32
+	keys []ranked
+	skip []uint64
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// Steer appends the session's manifest to dst and returns it, with the
+// index (in Config().Edges) of the edge it puts first and the session:
+// the request's, or one minted when the request had none, or one this
+// server did not mint, or (under buckets) one whose bucket does not hold.
+// A pool without edges appends nothing and returns first −1. Steer takes
+// no lock, and allocates only when dst is too small for the manifest.
+func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Session) {
+	st := p.state.Load()
+	n := len(st.runs)
+	if n == 0 {
+		return dst, -1, Session{}
+	}
+	q := readQuery(req.RawQuery, st.cfg.CohortParam)
+
+	// One growth at most: the base may need six bytes for each of its own
+	// (a control byte escaped), and the 32 bytes AES needs are borrowed from
+	// where the manifest will go.
+	dst = slices.Grow(dst, st.fixed+6*len(req.Base))
+	s, bucket := p.sessionOf(st, &q, dst[len(dst):len(dst)+32])
+
+	// The cohort: the header's each request, or the parameter's, which the
+	// RELOAD-URI carries on; a value no cohort could hold is none.
+	var cbuf [maxCohortLen]byte
+	var carried []byte
+	cohort := int32(-1)
+	switch {
+	case st.cfg.CohortHeader != "":
+		if id, ok := st.cohortIDs[req.Cohort]; ok {
+			cohort = id
+		}
+	case q.hasCohort:
+		if v, ok := unescape(cbuf[:0], q.cohort); ok && validCohort(v) {
+			carried = v
+			if id, ok := st.cohortIDs[string(v)]; ok {
+				cohort = id
+			}
+		}
+	}
+
+	var (
+		outA  [smallPool]int32
+		keysA [smallPool]ranked
+		skipA [1]uint64
+		out   []int32
+		keys  []ranked
+		skip  []uint64
+	)
+	if n <= smallPool {
+		out, keys, skip = outA[:0], keysA[:0], skipA[:]
+	} else {
+		sc := scratches.Get().(*scratch)
+		defer scratches.Put(sc)
+		if cap(sc.out) < n {
+			sc.out, sc.keys, sc.skip = make([]int32, 0, n), make([]ranked, 0, n), make([]uint64, (n+63)/64)
+		}
+		out, keys, skip = sc.out[:0], sc.keys[:0], sc.skip[:(n+63)/64]
+		clear(skip)
+	}
+
+	// The first rule for the bucket and the cohort gives the head of the
+	// order; the listed edges it leaves out follow in rendezvous order.
+	if st.buckets {
+		for _, r := range st.byBucket[bucket-1] {
+			if c := st.ruleCohorts[r]; c == nil || slices.Contains(c, cohort) {
+				for _, i := range st.rulePrio[r] {
+					out = append(out, i)
+					skip[i>>6] |= 1 << (i & 63)
+				}
+				break
+			}
+		}
+	}
+	s0, s1 := halves(&s)
+	out = st.rank(out, keys, st.rankable, s0, s1, skip)
+	for _, i := range st.tail {
+		if skip[i>>6]&(1<<(i&63)) == 0 {
+			out = append(out, i)
+			skip[i>>6] |= 1 << (i & 63)
+		}
+	}
+
+	m := append(dst, st.head...)
+	if !st.public {
+		m = appendJSONEscaped(m, req.Base)
+	}
+	m = append(m, st.pathQ...)
+	m = hex.AppendEncode(m, s[:])
+	if st.buckets {
+		m = append(m, manifestBucket...)
+		m = strconv.AppendInt(m, int64(bucket), 10)
+	}
+	if carried != nil {
+		m = append(m, st.cohortQ...)
+		m = appendQueryEscaped(m, carried)
+	}
+	m = append(m, manifestPriority...)
+	for j, i := range out {
+		if j > 0 {
+			m = append(m, ',')
+		}
+		m = append(m, st.quoted[i]...)
+	}
+	m = append(m, ']')
+	// Every edge with a host has its clone, those listed first in their
+	// order: a player may be told of an edge before it is listed again.
+	if len(st.hosted) > 0 {
+		m = append(m, manifestClones...)
+		comma := false
+		for _, i := range out {
+			if st.clone[i] != "" {
+				if comma {
+					m = append(m, ',')
+				}
+				m, comma = append(m, st.clone[i]...), true
+			}
+		}
+		for _, i := range st.hosted {
+			if skip[i>>6]&(1<<(i&63)) == 0 {
+				if comma {
+					m = append(m, ',')
+				}
+				m, comma = append(m, st.clone[i]...), true
+			}
+		}
+		m = append(m, ']')
+	}
+	m = append(m, '}')
+
+	st.runs[out[0]].first.Add(1)
+	return m, int(out[0]), s
+}
+
+// sessionOf keeps the request's session when this server minted it (and,
+// under buckets, its bucket is in range and is the request's bucket), and
+// mints one otherwise; scratch is 32 bytes for AES.
+func (p *Pool) sessionOf(st *state, q *query, scratch []byte) (Session, int) {
+	if q.hasSession {
+		if s, ok := readSession(q.session); ok {
+			if b, ok := open(p.block, &s, scratch); ok {
+				if !st.buckets {
+					return s, 0
+				}
+				if n, ok := readBucket(q.bucket); ok && q.hasBucket && n == int(b) && n <= st.cfg.Buckets {
+					return s, n
+				}
+			}
+		}
+	}
+	bucket := 0
+	if st.buckets {
+		bucket = int(p.next.Add(1)%uint64(st.cfg.Buckets)) + 1
+	}
+	return mint(p.block, uint16(bucket), scratch), bucket
+}
+
+// appendClone appends an edge's PATHWAY-CLONES entry (RFC 8216bis 7.3;
+// the zh seed's PER-VARIANT-URIS and PER-RENDITION-URIS).
+func appendClone(dst []byte, base string, e *Edge) []byte {
+	dst = append(dst, `{"BASE-ID":`...)
+	dst = appendJSONString(dst, base)
+	dst = append(dst, `,"ID":`...)
+	dst = appendJSONString(dst, e.Pathway)
+	dst = append(dst, `,"URI-REPLACEMENT":{"HOST":`...)
+	dst = appendJSONString(dst, e.Host)
+	dst = appendObject(dst, "PARAMS", e.Params)
+	dst = appendObject(dst, "PER-VARIANT-URIS", e.PerVariantURIs)
+	dst = appendObject(dst, "PER-RENDITION-URIS", e.PerRenditionURIs)
+	return append(dst, "}}"...)
+}
+
+// appendObject appends `,"<name>":{...}` with m's members sorted by key (as
+// hls.js applies PARAMS), or nothing for an empty m.
+func appendObject(dst []byte, name string, m map[string]string) []byte {
+	if len(m) == 0 {
+		return dst
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, ',')
+	dst = appendJSONString(dst, name)
+	dst = append(dst, ":{"...)
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, m[k])
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string, quotes included.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = appendJSONEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendJSONEscaped appends s escaped for a JSON string (RFC 8259 §7): the
+// quote, the backslash and control bytes escaped, a byte that is not UTF-8
+// written as U+FFFD, and U+2028 and U+2029 escaped for JavaScript's sake.
+func appendJSONEscaped(dst []byte, s string) []byte {
+	const digits = "0123456789abcdef"
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case b == '"' || b == '\\':
+				dst = append(dst, '\\', b)
+			case b < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', digits[b>>4], digits[b&15])
+			default:
+				dst = append(dst, b)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, '\\', 'u', '2', '0', '2', digits[r&15])
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return dst
+}
