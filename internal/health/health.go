@@ -448,14 +448,19 @@ func (r *runner) check(p *plan) {
 	after := *st
 	r.mu.Unlock()
 
+	if changed {
+		r.changed(after)
+	}
 	if r.c.onCheck != nil {
 		r.c.onCheck(r.target.Name, o, d)
 	}
-	if !changed {
-		return
-	}
+}
+
+// changed logs a change and reports it.
+func (r *runner) changed(after Status) {
 	if after.Up {
-		r.c.log.Info("health: target up", "target", r.target.Name, "url", r.target.URL, "ms", after.LastMs)
+		r.c.log.Info("health: target up", "target", r.target.Name, "url", r.target.URL,
+			"why", "a check passed", "ms", after.LastMs)
 	} else {
 		r.c.log.Warn("health: target down", "target", r.target.Name, "url", r.target.URL,
 			"failures", after.Failures, "why", after.LastError)
@@ -517,8 +522,9 @@ func (r *runner) exchange(deadline time.Time) (answer, error) {
 		}
 		if err == nil && a.reuse {
 			// A deadline left set would fire while the connection idles:
-			// a timer event per check for nothing.
-			err = r.conn.SetReadDeadline(time.Time{})
+			// a timer event per check for nothing. (If halt came in
+			// between, run sees its context ended before any wait.)
+			r.conn.SetReadDeadline(time.Time{})
 		}
 		return a, err
 	}

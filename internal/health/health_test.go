@@ -2,9 +2,11 @@ package health
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -204,17 +206,51 @@ func TestDownAfterInARow(t *testing.T) {
 	}
 }
 
-// DownAfter 1: the first failure takes the target down.
+// DownAfter 1: the first failure takes the target down. Each change is
+// logged, a fall at Warn and a return at Info, with why.
 func TestDownAfterOne(t *testing.T) {
 	url, _ := scripted(t, 503)
 	w := newWatcher()
-	w.start(t, patient(1), []Target{{"a", url}}, w.options())
+	var logs syncBuffer
+	o := w.options()
+	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "ms" {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	w.start(t, patient(1), []Target{{"a", url}}, o)
 	if e := w.next(t, "a"); e.st.Up || e.st.Failures != 1 || e.o != OutcomeStatus || e.st.LastError != "status 503" {
 		t.Fatalf("after one failure: %+v", e)
 	}
 	if e := w.next(t, "a"); !e.st.Up || e.o != OutcomePass {
 		t.Fatalf("after one pass: %+v", e)
 	}
+	want := `level=WARN msg="health: target down" target=a url=` + url + ` failures=1 why="status 503"` + "\n" +
+		`level=INFO msg="health: target up" target=a url=` + url + ` why="a check passed"` + "\n"
+	if got := logs.String(); got != want {
+		t.Fatalf("logs\n%s\nwant\n%s", got, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger on the checker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // Each way a check fails, with its outcome and its reason.
