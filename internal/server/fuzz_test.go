@@ -15,6 +15,7 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
@@ -61,8 +62,10 @@ func (fe *fuzzEnv) get(t *testing.T) *Server {
 	srv, err := New(context.Background(), Config{
 		Rooms: []RoomConfig{{Descriptor: fe.sc.Room.DescriptorBytes, KeyLogHead: fe.sc.Room.HeadBytes,
 			Policy: fe.sc.PolicyBytes, SteeringKey: fe.sc.SteerKey}},
-		Clock:  clock.Load,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Pools:         []pool.Config{seedPool(nil, nil)}, // the station seed's, unchecked
+		OperatorToken: testToken,
+		Clock:         clock.Load,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, fe.mem, store.NewLoads())
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +254,12 @@ func FuzzAnyRequest(f *testing.F) {
 		{3, "/v1/steer", "", nil, false},
 		{0, "/metrics", "", nil, false},
 		{0, "/v1/rooms//records", "x=%zz", []byte("WMH1"), true},
+		{0, "/api/v1/steering", "session=00112233445566778899aabbccddeeff&_HLS_pathway=edge-1", nil, false},
+		{0, "/api/v1/steering/edges", "", nil, true},
+		{1, "/api/v1/steering/edges/edge-1/drain", "", nil, true},
+		{5, "/api/v1/steering/edges/edge-1/drain", "", nil, true},
+		{2, "/api/v1/steering/edges/edge-2/weight", "", []byte(`{"weight": 3}`), true},
+		{2, "/api/v1/steering/edges/edge-2/weight", "", []byte(`{"weight": 1e99}`), true},
 	} {
 		f.Add(s.method, s.path, s.query, s.body, s.auth)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"sort"
@@ -643,5 +644,77 @@ func TestPoolReload(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "edge added") {
 		t.Errorf("the reload's change is not logged:\n%s", e.logs.String())
+	}
+}
+
+// TestPoolBadEdgesNeverStall: edges whose health check answers slowly,
+// with a redirect, or with bytes that are not HTTP never stall steering
+// (issue 12, "Bad input"): every manifest is answered at once while the
+// checks run, and each such edge leaves the order (a redirect is a
+// failure, the station seed: "a login redirect counts as a failure").
+func TestPoolBadEdgesNeverStall(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(3 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/login", http.StatusFound)
+	}))
+	t.Cleanup(redirect.Close)
+	garbage, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { garbage.Close() })
+	go func() {
+		for {
+			c, err := garbage.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte("\x00\xffnot http at all\r\n\r\n"))
+				time.Sleep(100 * time.Millisecond)
+			}()
+		}
+	}()
+	c := pool.Config{
+		Path: pool.DefaultPath, TTL: 10, CheckEvery: time.Second, CheckTimeout: 400 * time.Millisecond, DownAfter: 2,
+		CloneFrom: ".", Assign: pool.AssignRendezvous, Buckets: 12,
+		Edges: []pool.Edge{
+			{Pathway: "slow", Weight: 1, CheckURL: slow.URL + "/health"},
+			{Pathway: "redirect", Weight: 1, CheckURL: redirect.URL + "/health"},
+			{Pathway: "garbage", Weight: 1, CheckURL: "http://" + garbage.Addr().String() + "/health"},
+			{Pathway: "good", Weight: 1},
+		},
+	}
+	e := newPoolEnv(t, testToken, c)
+	var worst time.Duration
+	end := time.Now().Add(3500 * time.Millisecond)
+	for time.Now().Before(end) {
+		start := time.Now()
+		e.steer("/api/v1/steering")
+		worst = max(worst, time.Since(start))
+	}
+	if worst > 200*time.Millisecond {
+		t.Errorf("a manifest took %v while the checks ran", worst)
+	}
+	waitFor(t, 3*time.Second, "every bad edge down", func() bool {
+		v := e.view()
+		return !v.Edges[0].Health.Up && !v.Edges[1].Health.Up && !v.Edges[2].Health.Up && v.Edges[3].Health.Up
+	})
+	v := e.view()
+	for _, ed := range v.Edges[:3] {
+		if ed.Health.LastError == "" {
+			t.Errorf("%s is down with no reason", ed.Pathway)
+		}
+		t.Logf("%s: %s", ed.Pathway, ed.Health.LastError)
+	}
+	if m := e.steer("/api/v1/steering"); !slices.Equal(m.Priority, []string{"good"}) {
+		t.Errorf("with the bad edges down: %v", m.Priority)
 	}
 }
