@@ -12,7 +12,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		summary: "run the steering server for the rooms of a TOML configuration",
+		summary: "run the steering server for the rooms and pools of a TOML configuration",
 		run:     runServe,
 	})
 }

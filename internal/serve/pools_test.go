@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,4 +124,96 @@ func TestPoolConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSIGHUPReloadsPools: `waisteer serve` (serve.Run) reads its file
+// again on SIGHUP and steers by its pools (issue 12 item 7); a file that no
+// longer reads changes nothing and the log says why.
+func TestSIGHUPReloadsPools(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "serve.toml")
+	write := func(doc string) {
+		if err := os.WriteFile(name, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const base = "listen = \"127.0.0.1:0\"\n[steering]\nttl_s = 10\n[[steering.edges]]\npathway = \"a\"\n[[steering.edges]]\npathway = \"b\"\n"
+	write(base)
+	cfg, err := serve.Load(name, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedLog
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	cfg.Server.Logger = logger
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve.Run(ctx, nil, logger, cfg, func(u string) { urls <- u }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	u := <-urls
+	priority := func() []string {
+		resp, err := http.Get(u + "/api/v1/steering")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m struct {
+			Priority []string `json:"PATHWAY-PRIORITY"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Priority
+	}
+	if p := priority(); len(p) != 2 {
+		t.Fatalf("before the reload: %v", p)
+	}
+	write(base + "[[steering.edges]]\npathway = \"c\"\nweight = 0\n")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(priority()) != 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no third edge 5 s after SIGHUP:\n%s", logs.String())
+		}
+	}
+	if p := priority(); p[2] != "c" {
+		t.Errorf("after the reload: %v, want the last resort c last", p)
+	}
+	write(base + "[[steering.edges]]\npathway = \"c\"\nweight = -1\n")
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "not reloaded"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a bad file on SIGHUP was not logged:\n%s", logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "steering.edges[2].weight") {
+		t.Errorf("the log does not say where the file is wrong:\n%s", logs.String())
+	}
+	if p := priority(); len(p) != 3 {
+		t.Errorf("a refused reload changed the pool: %v", p)
+	}
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

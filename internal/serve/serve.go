@@ -60,7 +60,7 @@ func Run(ctx context.Context, stop func(), logger *slog.Logger, cfg *Config, rea
 	if cfg.Reloads == nil && cfg.source != "" {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
+		defer func() { signal.Stop(hup); close(hup) }()
 		reloads := make(chan struct{}, 1)
 		go func() {
 			for range hup {
@@ -162,7 +162,7 @@ func Serve(ctx context.Context, stop func(), logger *slog.Logger, ln net.Listene
 		}()
 	}
 	u := scheme + "://" + ln.Addr().String()
-	logger.Info("listening", "url", u, "rooms", len(cfg.Server.Rooms), "engine", cfg.HTTP.Engine)
+	logger.Info("listening", "url", u, "rooms", len(cfg.Server.Rooms), "pools", len(cfg.Server.Pools), "engine", cfg.HTTP.Engine)
 	if ready != nil {
 		ready(u)
 	}
