@@ -4,6 +4,14 @@
 // serves auditors every signed byte a decision needs to be verified (§8.4,
 // §9.1), and lets the operator replace a room's policy and key log head.
 //
+// Beside energy rooms it steers pools (internal/pool): health-checked,
+// weighted edges, unsigned, as the station seed runs them. A room and a pool
+// differ only in how a steering route's GET is answered (the steerer
+// interface); the routes, preflight, sessions, metrics, logs and operator
+// token are the same. A room's pathways may be health-checked too
+// (RoomChecks): while one is down the room steers by a policy its steering
+// key signs with that pathway's capacity 0.
+//
 // # Routes
 //
 // The paths of each room's policy URIs (the host is ignored):
@@ -24,6 +32,13 @@
 //	PUT  /v1/rooms/{room}/keylog                   a newer key log head (operator token)
 //	GET  /v1/rooms/{room}/status                   the room's status as JSON (operator token)
 //	GET  /healthz, /readyz, /metrics
+//
+// and each pool's, at its path P (default /api/v1/steering):
+//
+//	GET    P                                      the pool's manifest (the station seed's)
+//	GET    P/edges                                the edges and their health (operator token)
+//	POST   P/edges/{pathway}/drain, DELETE the same  drain, undrain (operator token)
+//	PUT    P/edges/{pathway}/weight               {"weight": N} (operator token)
 //
 // A manifest is served with the media type draft-pantos-content-steering
 // §11.1 registers (ManifestType), Cache-Control: no-store and
