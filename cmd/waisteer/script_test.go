@@ -38,15 +38,15 @@ func TestScripts(t *testing.T) {
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
 			for _, ex := range examples {
-				b, err := os.ReadFile(filepath.Join("testdata", ex, "example.toml"))
+				b, err := os.ReadFile(filepath.Join("testdata", ex))
 				if err != nil {
 					return err
 				}
-				dir := filepath.Join(env.WorkDir, "cmd", "waisteer", "testdata", ex)
-				if err := os.MkdirAll(dir, 0o755); err != nil {
+				dst := filepath.Join(env.WorkDir, "cmd", "waisteer", "testdata", ex)
+				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 					return err
 				}
-				if err := os.WriteFile(filepath.Join(dir, "example.toml"), b, 0o644); err != nil {
+				if err := os.WriteFile(dst, b, 0o644); err != nil {
 					return err
 				}
 			}
@@ -60,8 +60,8 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// examples are the documented example files, each testdata/NAME/example.toml.
-var examples = []string{"policy", "serve", "record"}
+// examples are the documented example files, under testdata.
+var examples = []string{"policy/example.toml", "serve/example.toml", "record/example.toml", "serve/pool.toml"}
 
 // freePort is a port nothing listens on now.
 func freePort() (string, error) {
@@ -74,86 +74,102 @@ func freePort() (string, error) {
 	return port, err
 }
 
-var updateWalkthrough = flag.Bool("update-walkthrough", false, "write the README's walkthrough into testdata/script/walkthrough.txtar")
+var updateWalkthrough = flag.Bool("update-walkthrough", false, "write the README's walkthroughs into testdata/script/NAME.txtar")
 
-// The README's walkthrough is the sh blocks between these markers.
+// A README walkthrough is the sh blocks between a start marker and the end
+// marker after it. The start marker may name it ("<!-- walkthrough pool:
+// ... -->"); unnamed, it is "walkthrough". Each is run by
+// testdata/script/NAME.txtar, whose NAME.sh is the walkthrough.
 var (
-	walkthroughStart = regexp.MustCompile(`(?m)^<!-- walkthrough: .*-->$`)
+	walkthroughStart = regexp.MustCompile(`(?m)^<!-- walkthrough( [a-z0-9-]+)?: .*-->$`)
 	walkthroughEnd   = "<!-- end of walkthrough -->"
 	shBlock          = regexp.MustCompile("(?ms)^```sh\n(.*?)^```$")
 )
 
-// readmeWalkthrough is the README's walkthrough: its sh blocks, in order,
-// joined with a blank line.
-func readmeWalkthrough(readme []byte) (string, error) {
-	loc := walkthroughStart.FindIndex(readme)
-	if loc == nil {
-		return "", fmt.Errorf("the README has no line matching %s", walkthroughStart)
+// readmeWalkthroughs are the README's walkthroughs by name: each one's sh
+// blocks, in order, joined with a blank line.
+func readmeWalkthroughs(readme []byte) (map[string]string, error) {
+	out := map[string]string{}
+	locs := walkthroughStart.FindAllSubmatchIndex(readme, -1)
+	if locs == nil {
+		return nil, fmt.Errorf("the README has no line matching %s", walkthroughStart)
 	}
-	rest := readme[loc[1]:]
-	end := bytes.Index(rest, []byte(walkthroughEnd))
-	if end < 0 {
-		return "", fmt.Errorf("the README's walkthrough has no %s", walkthroughEnd)
+	for _, loc := range locs {
+		name := "walkthrough"
+		if loc[2] >= 0 {
+			name = string(readme[loc[2]+1 : loc[3]])
+		}
+		rest := readme[loc[1]:]
+		end := bytes.Index(rest, []byte(walkthroughEnd))
+		if end < 0 {
+			return nil, fmt.Errorf("the README's walkthrough %s has no %s", name, walkthroughEnd)
+		}
+		var blocks []string
+		for _, m := range shBlock.FindAllSubmatch(rest[:end], -1) {
+			blocks = append(blocks, string(m[1]))
+		}
+		if len(blocks) == 0 {
+			return nil, fmt.Errorf("the README's walkthrough %s has no sh block", name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("the README has two walkthroughs named %s", name)
+		}
+		out[name] = strings.Join(blocks, "\n")
 	}
-	var blocks []string
-	for _, m := range shBlock.FindAllSubmatch(rest[:end], -1) {
-		blocks = append(blocks, string(m[1]))
-	}
-	if len(blocks) == 0 {
-		return "", fmt.Errorf("the README's walkthrough has no sh block")
-	}
-	return strings.Join(blocks, "\n"), nil
+	return out, nil
 }
 
-// TestWalkthroughIsTheREADMEs: the script testdata/script/walkthrough.txtar
-// runs is the README's walkthrough, line for line, so that the README's
-// steps are the ones the test runs (issue 11). With -update-walkthrough the
-// script's copy is written from the README.
+// TestWalkthroughIsTheREADMEs: each script testdata/script/NAME.txtar runs
+// the README's walkthrough NAME, line for line, so that the README's steps
+// are the ones the test runs (issue 11). With -update-walkthrough the
+// scripts' copies are written from the README.
 func TestWalkthroughIsTheREADMEs(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := readmeWalkthrough(readme)
+	walks, err := readmeWalkthroughs(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Join("testdata", "script", "walkthrough.txtar")
-	a, err := txtar.ParseFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := -1
-	for k, f := range a.Files {
-		if f.Name == "walkthrough.sh" {
-			i = k
-		}
-	}
-	if i < 0 {
-		t.Fatalf("%s holds no walkthrough.sh", name)
-	}
-	got := string(a.Files[i].Data)
-	if got == want {
-		return
-	}
-	if *updateWalkthrough {
-		a.Files[i].Data = []byte(want)
-		if err := os.WriteFile(name, txtar.Format(a), 0o644); err != nil {
+	for walk, want := range walks {
+		name := filepath.Join("testdata", "script", walk+".txtar")
+		a, err := txtar.ParseFile(name)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
-	}
-	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for n := 0; n < max(len(gl), len(wl)); n++ {
-		g, w := "(none)", "(none)"
-		if n < len(gl) {
-			g = gl[n]
+		i := -1
+		for k, f := range a.Files {
+			if f.Name == walk+".sh" {
+				i = k
+			}
 		}
-		if n < len(wl) {
-			w = wl[n]
+		if i < 0 {
+			t.Fatalf("%s holds no %s.sh", name, walk)
 		}
-		if g != w {
-			t.Fatalf("%s's walkthrough.sh is not the README's walkthrough: at its line %d it has\n\t%q\nand the README has\n\t%q\n(go test ./cmd/waisteer -run TestWalkthroughIsTheREADMEs -update-walkthrough writes the README's in)", name, n+1, g, w)
+		got := string(a.Files[i].Data)
+		if got == want {
+			continue
+		}
+		if *updateWalkthrough {
+			a.Files[i].Data = []byte(want)
+			if err := os.WriteFile(name, txtar.Format(a), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+		for n := 0; n < max(len(gl), len(wl)); n++ {
+			g, w := "(none)", "(none)"
+			if n < len(gl) {
+				g = gl[n]
+			}
+			if n < len(wl) {
+				w = wl[n]
+			}
+			if g != w {
+				t.Fatalf("%s's %s.sh is not the README's walkthrough %s: at its line %d it has\n\t%q\nand the README has\n\t%q\n(go test ./cmd/waisteer -run TestWalkthroughIsTheREADMEs -update-walkthrough writes the README's in)", name, walk, walk, n+1, g, w)
+			}
 		}
 	}
 }
