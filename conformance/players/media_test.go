@@ -380,7 +380,7 @@ func serve(t *testing.T, addr string, h http.Handler) *httpServer {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatalf("listening on %s: %v (pathway servers need port 80 on 127.0.0.2 to 127.0.0.4: run as root, with nothing else on port 80)", addr, err)
+		t.Fatalf("listening on %s: %v (pathway servers need port 80 on their 127.0.0.* addresses: run as root, with nothing else on port 80)", addr, err)
 	}
 	return serveOn(t, ln, h)
 }
