@@ -3,6 +3,7 @@
 // unmodified, in headless Chromium, against live-like HLS and DASH streams
 // made with ffmpeg and served by pathway servers on loopback addresses,
 // steered by a waisteer server whose decisions come from signed per-hop
-// records. The package is its test (players_test.go); README.md says what
-// each player was seen to do, and which versions were tested.
+// records, or by a pool of health-checked, weighted edges. The package is
+// its tests (players_test.go, pool_test.go); README.md says what each
+// player was seen to do, and which versions were tested.
 package players

@@ -166,10 +166,16 @@ func pathwayByID(id string) pathwaySpec {
 // steering tag waisteer writes for its policy (§8.2) and a variant stream
 // per pathway of the content description, each naming its PATHWAY-ID.
 func (m *media) multivariant(page, tag string) []byte {
+	return m.multivariantOf(page, tag, pathways)
+}
+
+// multivariantOf is the multivariant playlist of a page whose pathways are
+// pws.
+func (m *media) multivariantOf(page, tag string, pws []pathwaySpec) []byte {
 	var b strings.Builder
 	b.WriteString("#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-INDEPENDENT-SEGMENTS\n")
 	b.WriteString(tag + "\n")
-	for _, p := range pathways {
+	for _, p := range pws {
 		if p.base != "" {
 			continue
 		}
@@ -185,12 +191,17 @@ func (m *media) multivariant(page, tag string) []byte {
 // element waisteer writes for its policy (§8.3). UTCTiming gives the time
 // directly, so that no player asks a time server.
 func (m *media) mpd(page, element string, now time.Time) []byte {
+	return m.mpdOf(page, element, now, pathways)
+}
+
+// mpdOf is the MPD of a page whose pathways are pws.
+func (m *media) mpdOf(page, element string, now time.Time, pws []pathwaySpec) []byte {
 	const iso = "2006-01-02T15:04:05.000Z"
 	var b strings.Builder
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-live:2011" type="dynamic" availabilityStartTime="%s" publishTime="%s" minBufferTime="PT2S" timeShiftBufferDepth="PT30S" suggestedPresentationDelay="PT4S" maxSegmentDuration="PT1S">
 `, m.epoch.UTC().Format(iso), now.UTC().Format(iso))
-	for _, p := range pathways {
+	for _, p := range pws {
 		if p.base != "" {
 			continue
 		}
@@ -369,7 +380,7 @@ func serve(t *testing.T, addr string, h http.Handler) *httpServer {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatalf("listening on %s: %v (pathway servers need port 80 on 127.0.0.2 to 127.0.0.4: run as root, with nothing else on port 80)", addr, err)
+		t.Fatalf("listening on %s: %v (pathway servers need port 80 on their 127.0.0.* addresses: run as root, with nothing else on port 80)", addr, err)
 	}
 	return serveOn(t, ln, h)
 }

@@ -51,6 +51,9 @@ type behaviour struct {
 	// player has timed a segment from it, so the first reload after a move
 	// to a pathway sends it empty.
 	throughputLags bool
+	// perVariantURIs: the player takes a clone's PER-VARIANT-URIS for the
+	// variants they name, over HOST and PARAMS (pool_test.go).
+	perVariantURIs bool
 	// retriesFailed: the player goes back to a failed pathway while it
 	// is still first in the priority, within the phase (dash.js bars a
 	// failed service location for one TTL only).
@@ -58,7 +61,7 @@ type behaviour struct {
 }
 
 var (
-	hlsjs    = behaviour{firstReport: true, appliesClones: true, cloneParams: []string{"playlist"}}
+	hlsjs    = behaviour{firstReport: true, appliesClones: true, cloneParams: []string{"playlist"}, perVariantURIs: true}
 	dashjs   = behaviour{quotedList: true, cmcd: true, appliesClones: true, cloneParams: []string{"init", "segment"}, throughputLags: true, retriesFailed: true}
 	shakaJS  = behaviour{}                    // the compiled build: clones lost to renaming
 	shakaDbg = behaviour{appliesClones: true} // the debug build: HOST applied, PARAMS not
@@ -304,8 +307,9 @@ type steeringManifest struct {
 		BaseID      string `json:"BASE-ID"`
 		ID          string `json:"ID"`
 		Replacement struct {
-			Host   string            `json:"HOST"`
-			Params map[string]string `json:"PARAMS"`
+			Host       string            `json:"HOST"`
+			Params     map[string]string `json:"PARAMS"`
+			PerVariant map[string]string `json:"PER-VARIANT-URIS"`
 		} `json:"URI-REPLACEMENT"`
 	} `json:"PATHWAY-CLONES"`
 	Decision string `json:"science.transaction.wai-decision"`
@@ -315,7 +319,8 @@ type steeringManifest struct {
 func (o *observed) steering(page string) []steerReq {
 	var rs []steerReq
 	for _, h := range o.hits {
-		if h.Server != "steer" || h.Path != "/steer/"+page {
+		// The energy rooms' route is /steer/<page>, the pools' /pool/<page>.
+		if h.Server != "steer" || h.Path != "/steer/"+page && h.Path != "/pool/"+page {
 			continue
 		}
 		r := steerReq{hit: h}
