@@ -306,6 +306,18 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	b.WriteString("# HELP waisteer_pathway_up 1 while a room's pathway passes its health checks; only pathways with a check URL.\n# TYPE waisteer_pathway_up gauge\n")
+	for _, h := range hubs {
+		for _, id := range h.state.Load().ids {
+			if hs, err := h.pathwayHealth(id); err == nil {
+				v := 0
+				if hs.Up {
+					v = 1
+				}
+				fmt.Fprintf(&b, "waisteer_pathway_up{room=\"%s\",pathway=%q} %d\n", h.id, id, v)
+			}
+		}
+	}
 	s.writePoolMetrics(r.Context(), &b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

@@ -216,14 +216,7 @@ var headerJSON = []string{"application/json"}
 // manifest (the station seed's route): 404 while the pool has no edges,
 // which the seed calls steering off; never 410 or 429 (players.md).
 func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
-	steerHeaders(w)
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET, OPTIONS")
-		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET, not %s", r.Method))
-		return
-	}
-	if len(r.RequestURI) > maxTarget {
-		writeError(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
+	if !steerable(w, r) {
 		return
 	}
 	rt := ph.route.Load()

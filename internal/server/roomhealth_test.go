@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,10 @@ func TestRoomPathwayDown(t *testing.T) {
 		if ps.Health == nil || ps.Health.Up != (ps.ID != victim) {
 			t.Errorf("pathway %s's health %+v (the victim is %s)", ps.ID, ps.Health, victim)
 		}
+	}
+	_, metrics := e.get("/metrics")
+	if !strings.Contains(string(metrics), `waisteer_pathway_up{room="`+e.room()+`",pathway="`+victim+`"} 0`) {
+		t.Errorf("the metrics do not say %s is down", victim)
 	}
 	reloads := []string{path(t, first.Reload)}
 	for range 20 {

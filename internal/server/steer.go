@@ -45,6 +45,23 @@ func steerHeaders(w http.ResponseWriter) {
 	h["Access-Control-Allow-Origin"] = headerAnyOrigin
 }
 
+// steerable writes the headers of every steering answer, a room's or a
+// pool's, and refuses what no steering route takes: a method other than GET
+// (§4; OPTIONS is the preflight's), a target over maxTarget.
+func steerable(w http.ResponseWriter, r *http.Request) bool {
+	steerHeaders(w)
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, OPTIONS")
+		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4), not %s", r.Method))
+		return false
+	}
+	if len(r.RequestURI) > maxTarget {
+		writeError(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
+		return false
+	}
+	return true
+}
+
 // preflight answers a CORS preflight: a player in a browser sends CMCD in
 // request headers (CTA-5004-B header mode), which makes its GET need one.
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
@@ -68,14 +85,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 // which every player retries, rather than with a manifest whose decision
 // an auditor could not fetch.
 func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
-	steerHeaders(w)
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET, OPTIONS")
-		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4), not %s", r.Method))
-		return
-	}
-	if len(r.RequestURI) > maxTarget {
-		writeError(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
+	if !steerable(w, r) {
 		return
 	}
 	if s.closing.Load() {
