@@ -53,68 +53,18 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 	// (a control byte escaped), and the 32 bytes AES needs are borrowed from
 	// where the manifest will go.
 	dst = slices.Grow(dst, st.fixed+6*len(req.Base))
-	s, bucket := p.sessionOf(st, &q, dst[len(dst):len(dst)+32])
-
-	// The cohort: the header's each request, or the parameter's, which the
-	// RELOAD-URI carries on; a value no cohort could hold is none.
 	var cbuf [maxCohortLen]byte
-	var carried []byte
-	cohort := int32(-1)
-	switch {
-	case st.cfg.CohortHeader != "":
-		if id, ok := st.cohortIDs[req.Cohort]; ok {
-			cohort = id
-		}
-	case q.hasCohort:
-		if v, ok := unescape(cbuf[:0], q.cohort); ok && validCohort(v) {
-			carried = v
-			if id, ok := st.cohortIDs[string(v)]; ok {
-				cohort = id
-			}
-		}
-	}
-
 	var (
 		outA  [smallPool]int32
 		keysA [smallPool]ranked
 		skipA [1]uint64
-		out   []int32
-		keys  []ranked
-		skip  []uint64
+		sc    *scratch
 	)
-	if n <= smallPool {
-		out, keys, skip = outA[:0], keysA[:0], skipA[:]
-	} else {
-		sc := scratches.Get().(*scratch)
+	if n > smallPool {
+		sc = scratches.Get().(*scratch)
 		defer scratches.Put(sc)
-		if cap(sc.out) < n {
-			sc.out, sc.keys, sc.skip = make([]int32, 0, n), make([]ranked, 0, n), make([]uint64, (n+63)/64)
-		}
-		out, keys, skip = sc.out[:0], sc.keys[:0], sc.skip[:(n+63)/64]
-		clear(skip)
 	}
-
-	// The first rule for the bucket and the cohort gives the head of the
-	// order; the listed edges it leaves out follow in rendezvous order.
-	if st.buckets {
-		for _, r := range st.byBucket[bucket-1] {
-			if c := st.ruleCohorts[r]; c == nil || slices.Contains(c, cohort) {
-				for _, i := range st.rulePrio[r] {
-					out = append(out, i)
-					skip[i>>6] |= 1 << (i & 63)
-				}
-				break
-			}
-		}
-	}
-	s0, s1 := halves(&s)
-	out = st.rank(out, keys, st.rankable, s0, s1, skip)
-	for _, i := range st.tail {
-		if skip[i>>6]&(1<<(i&63)) == 0 {
-			out = append(out, i)
-			skip[i>>6] |= 1 << (i & 63)
-		}
-	}
+	out, skip, s, bucket, carried := p.order(st, req, &q, dst[len(dst):len(dst)+32], cbuf[:0], outA[:0], keysA[:0], skipA[:], sc)
 
 	m := append(dst, st.head...)
 	if !st.public {
@@ -165,6 +115,106 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 
 	st.runs[out[0]].first.Add(1)
 	return m, int(out[0]), s
+}
+
+// order is the session's order of the listed edges (indices into the
+// configuration's edges), and skip marks them; with the session (kept or
+// minted, sessionOf), its bucket, and the cohort the RELOAD-URI carries on
+// (in cbuf). The other arguments are scratch: scratch32 for AES, the
+// stack's arrays, and sc for a pool larger than smallPool.
+func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte) {
+	n := len(st.runs)
+	s, bucket = p.sessionOf(st, q, scratch32)
+
+	// The cohort: the header's each request, or the parameter's, which the
+	// RELOAD-URI carries on; a value no cohort could hold is none.
+	cohort := int32(-1)
+	switch {
+	case st.cfg.CohortHeader != "":
+		if id, ok := st.cohortIDs[req.Cohort]; ok {
+			cohort = id
+		}
+	case q.hasCohort:
+		if v, ok := unescape(cbuf[:0], q.cohort); ok && validCohort(v) {
+			carried = v
+			if id, ok := st.cohortIDs[string(v)]; ok {
+				cohort = id
+			}
+		}
+	}
+
+	var keys []ranked
+	if sc == nil {
+		out, keys, skip = outA[:0], keysA[:0], skipA[:]
+	} else {
+		if cap(sc.out) < n {
+			sc.out, sc.keys, sc.skip = make([]int32, 0, n), make([]ranked, 0, n), make([]uint64, (n+63)/64)
+		}
+		out, keys, skip = sc.out[:0], sc.keys[:0], sc.skip[:(n+63)/64]
+		clear(skip)
+	}
+
+	// The first rule for the bucket and the cohort gives the head of the
+	// order; the listed edges it leaves out follow in rendezvous order.
+	if st.buckets {
+		for _, r := range st.byBucket[bucket-1] {
+			if c := st.ruleCohorts[r]; c == nil || slices.Contains(c, cohort) {
+				for _, i := range st.rulePrio[r] {
+					out = append(out, i)
+					skip[i>>6] |= 1 << (i & 63)
+				}
+				break
+			}
+		}
+	}
+	s0, s1 := halves(&s)
+	out = st.rank(out, keys, st.rankable, s0, s1, skip)
+	for _, i := range st.tail {
+		if skip[i>>6]&(1<<(i&63)) == 0 {
+			out = append(out, i)
+			skip[i>>6] |= 1 << (i & 63)
+		}
+	}
+	return out, skip, s, bucket, carried
+}
+
+// Opening is a session's order, for a player that is not sent a manifest
+// (the front's redirect on opening, and its backup variants).
+type Opening struct {
+	Session Session
+	Order   []string // the pathways, first first
+	// Query is what carries the session on: "session=HEX", then the
+	// bucket and the cohort parameter as the RELOAD-URI carries them.
+	Query string
+}
+
+// Order is the session's order for req, as Steer's manifest would give it
+// (the session kept or minted as Steer does), without a manifest; false
+// for a pool without edges. It counts no manifest.
+func (p *Pool) Order(req *Request) (Opening, bool) {
+	st := p.state.Load()
+	n := len(st.runs)
+	if n == 0 {
+		return Opening{}, false
+	}
+	q := readQuery(req.RawQuery, st.cfg.CohortParam)
+	var scratch32 [32]byte
+	cbuf := make([]byte, 0, maxCohortLen)
+	sc := &scratch{}
+	out, _, s, bucket, carried := p.order(st, req, &q, scratch32[:], cbuf, nil, nil, nil, sc)
+	o := Opening{Session: s, Order: make([]string, len(out))}
+	for j, i := range out {
+		o.Order[j] = st.cfg.Edges[i].Pathway
+	}
+	qs := "session=" + s.String()
+	if st.buckets {
+		qs += "&bucket=" + strconv.Itoa(bucket)
+	}
+	if carried != nil {
+		qs += "&" + st.cfg.CohortParam + "=" + string(appendQueryEscaped(nil, carried))
+	}
+	o.Query = qs
+	return o, true
 }
 
 // sessionOf keeps the request's session when this server minted it (and,
