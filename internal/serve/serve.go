@@ -319,6 +319,8 @@ type serveFile struct {
 	// the same keys with a name and a path (internal/pool).
 	Steering *pool.File  `toml:"steering"`
 	Pool     []pool.File `toml:"pool"`
+	// Front serves the origin's playlists with the steering line added.
+	Front *frontFile `toml:"front"`
 }
 
 type httpFile struct {
@@ -492,6 +494,7 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 	}
 
 	r.pools(f, cfg)
+	r.front(f.Front, cfg)
 	if len(f.Room) == 0 && f.Steering == nil && len(f.Pool) == 0 {
 		r.Errorf("room", "nothing to steer: give a [[room]], a [steering] table or a [[pool]]")
 	}

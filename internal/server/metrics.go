@@ -42,6 +42,8 @@ const (
 	routeMetrics
 	routePoolEdges
 	routePoolChange
+	routeFront
+	routeFrontStatus
 	routeOther
 	routeCount
 )
@@ -49,7 +51,7 @@ const (
 var routeNames = [routeCount]string{
 	"steer", "preflight", "decision", "policy", "record", "descriptor", "keylog",
 	"records_post", "policy_put", "keylog_put", "status", "healthz", "readyz", "metrics",
-	"pool_edges", "pool_change", "other",
+	"pool_edges", "pool_change", "front", "front_status", "other",
 }
 
 // latencyBounds are the upper bounds of the latency histograms' buckets: a
@@ -319,6 +321,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.writePoolMetrics(r.Context(), &b)
+	s.writeFrontMetrics(&b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

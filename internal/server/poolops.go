@@ -75,6 +75,10 @@ type EdgeView struct {
 	Health   HealthView `json:"health"`
 	First    uint64     `json:"first"`    // manifests since start that put it first
 	Sessions uint32     `json:"sessions"` // live sessions it is first for
+	// Headroom is the load it must carry should another edge fail:
+	// sessions × (1 + 1/(N − 1)), N the edges up, not drained, of weight
+	// above 0 (the OTT seed's capacity rule).
+	Headroom float64 `json:"headroom"`
 }
 
 // HealthView is an edge's health (the station seed's fields).
@@ -177,6 +181,15 @@ func (s *Server) poolView(ctx context.Context, ph *poolHub) PoolView {
 			}
 		}
 		v.Edges = append(v.Edges, ev)
+	}
+	n := 0
+	for _, e := range v.Edges {
+		if e.Health.Up && !e.Drained && e.Weight > 0 {
+			n++
+		}
+	}
+	for i := range v.Edges {
+		v.Edges[i].Headroom = headroom(float64(v.Edges[i].Sessions), n)
 	}
 	ph.mu.Lock()
 	v.Changes = slices.Clone(ph.changes)

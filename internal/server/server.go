@@ -15,6 +15,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -36,7 +37,10 @@ type Config struct {
 	Rooms []RoomConfig
 	// Pools are steered by their edges' health and weight, unsigned
 	// (internal/pool); their paths are their own.
-	Pools         []pool.Config
+	Pools []pool.Config
+	// Front, when set, serves the origin's playlists with the steering
+	// line added, and helps players that cannot steer (internal/front).
+	Front         *FrontConfig
 	OperatorToken string // bearer token for operator routes; empty disables them
 	// SessionGrace is how long after its manifest's TTL a silent session
 	// still counts toward the load of the pathway its latest decision put
@@ -93,6 +97,7 @@ type Server struct {
 
 	hubs     map[sig.Hash]*hub
 	pools    []*poolHub // by name; replaced whole by Reload
+	front    *front.Front
 	poolsMu  sync.Mutex
 	archived map[sig.Hash]store.Room // rooms the store holds and the config does not steer
 
@@ -189,6 +194,11 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 				return nil, fmt.Errorf("server: pool %d: %w", i, err)
 			}
 			s.pools = append(s.pools, ph)
+		}
+	}
+	if cfg.Front != nil {
+		if s.front, err = s.openFront(cfg.Front); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
 	rt, err := buildRoutes(hubs, s.pools, nil, nil, known)
@@ -396,6 +406,7 @@ func (s *Server) newMux() http.Handler {
 	route("/v1/rooms/{room}/records", handler{http.MethodPost, routeRecordsPost, s.serveRecords})
 	route("/v1/rooms/{room}/policy", handler{put, routePolicyPut, s.servePolicyPut})
 	route("/v1/rooms/{room}/status", handler{get, routeStatus, s.serveStatus})
+	route("/v1/front/status", handler{get, routeFrontStatus, s.serveFrontStatus})
 	route("/healthz", handler{get, routeHealth, s.serveHealth})
 	route("/readyz", handler{get, routeReady, s.serveReady})
 	route("/metrics", handler{get, routeMetrics, s.serveMetrics})
@@ -437,6 +448,12 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 			}
 		})
 		return
+	}
+	if s.front != nil {
+		if _, ok := s.front.Match(path); ok {
+			s.serveFront(w, r)
+			return
+		}
 	}
 	s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.NotFound, "no route at %q", path))

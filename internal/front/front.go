@@ -1,0 +1,527 @@
+// Package front serves an origin's playlists as players should get them
+// (issue 13): a multivariant playlist or an MPD with the steering line of
+// its pool or energy room added on the way out (the station seed), and,
+// for players that cannot steer, a redirect on opening to the first
+// pathway of the viewer's order, or a playlist of backup variants (the OTT
+// seed). Media playlists and segments are never changed. It knows nothing
+// of how an order is decided: a Steering (a pool or an energy room, which
+// internal/server gives it) says.
+package front
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/front/dash"
+	"github.com/waisteer/waisteer/internal/front/hls"
+	"github.com/waisteer/waisteer/internal/front/origin"
+)
+
+// Opening is a viewer's order, for a player sent no manifest.
+type Opening struct {
+	Order []string // the pathways, first first
+	// Query carries the viewer's session on in the URIs the front writes
+	// ("session=…"); "" when the steering has none to carry.
+	Query string
+	// Decision is the URI of the decision made and stored for the viewer
+	// (an energy room's, §8.4); "" for a pool.
+	Decision string
+}
+
+// Steering is what the front needs of the pool or energy room that steers
+// a playlist.
+type Steering interface {
+	// Name names it in logs and metrics.
+	Name() string
+	// Tags are the HLS steering tag and the DASH element to add; both ""
+	// while steering is off (a pool with no edges), when the playlist is
+	// served as the origin wrote it.
+	Tags() (hlsTag, dashElement string)
+	// Open is the viewer's order: its session read from rawQuery (a
+	// session the steering did not mint is replaced), or a fresh one.
+	Open(ctx context.Context, rawQuery string, h http.Header) (Opening, error)
+	// Host is the host a pathway's URIs are on: a clone's host, else "".
+	Host(pathway string) string
+	// Pathways are the pathways in the configuration's order, for the
+	// status.
+	Pathways() []string
+}
+
+// Playlist is a path the front serves and the steering of its playlists.
+type Playlist struct {
+	Path     string // an exact path, or a prefix ending in "/"
+	Steering Steering
+}
+
+// Config configures a Front.
+type Config struct {
+	Origin    *origin.Origin
+	Playlists []Playlist
+	// Bases are the URL bases ("http://cdn-a.example") of pathways the
+	// playlist declares, to which a redirect or a backup variant points;
+	// a clone's comes from its host.
+	Bases map[string]string
+	// RedirectAgents and BackupAgents are User-Agent substrings (any
+	// case) of players to redirect on opening, and of players to give
+	// backup variants, beside the defaults.
+	RedirectAgents, BackupAgents []string
+	Logger                       *slog.Logger
+}
+
+// ModeParam is the query parameter that forces a class for testing:
+// "redirect", "backup" or "steer". The front removes it before the
+// origin sees the query.
+const ModeParam = "waisteer_mode"
+
+// Front is the handler of the configured playlist paths.
+type Front struct {
+	origin    *origin.Origin
+	exact     map[string]Steering
+	prefixes  []Playlist
+	bases     map[string]string
+	agents    agents
+	log       *slog.Logger
+	opens     [classCount]sync.Map // family → *atomic.Uint64
+	redirects atomic.Uint64
+	failures  sync.Map // code → *atomic.Uint64
+}
+
+// New makes the front of cfg.
+func New(cfg Config) (*Front, error) {
+	if cfg.Origin == nil {
+		return nil, errors.New("front: no origin")
+	}
+	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]string{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents), log: cfg.Logger}
+	if f.log == nil {
+		f.log = slog.Default()
+	}
+	for _, p := range cfg.Playlists {
+		if p.Steering == nil || p.Path == "" || p.Path[0] != '/' {
+			return nil, fmt.Errorf("front: playlist path %q needs an absolute path and a steering", p.Path)
+		}
+		if strings.HasSuffix(p.Path, "/") {
+			f.prefixes = append(f.prefixes, p)
+		} else {
+			f.exact[p.Path] = p.Steering
+		}
+	}
+	for k, v := range cfg.Bases {
+		f.bases[k] = strings.TrimSuffix(v, "/")
+	}
+	return f, nil
+}
+
+// Paths are the paths and prefixes the front answers, for the server's
+// route table.
+func (f *Front) Paths() (exact, prefixes []string) {
+	for p := range f.exact {
+		exact = append(exact, p)
+	}
+	for _, p := range f.prefixes {
+		prefixes = append(prefixes, p.Path)
+	}
+	return exact, prefixes
+}
+
+// Match finds the steering of a path, and whether the front answers it.
+func (f *Front) Match(path string) (Steering, bool) {
+	if s, ok := f.exact[path]; ok {
+		return s, true
+	}
+	best := -1
+	for i, p := range f.prefixes {
+		if strings.HasPrefix(path, p.Path) && (best < 0 || len(p.Path) > len(f.prefixes[best].Path)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, false
+	}
+	return f.prefixes[best].Steering, true
+}
+
+// ServeHTTP answers a GET or HEAD of a configured path.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st, ok := f.Match(r.URL.EscapedPath())
+	if !ok {
+		api.WriteError(w, api.Errorf(api.NotFound, "the front serves no playlist at %q", r.URL.Path))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		api.WriteError(w, api.Errorf(api.MethodNotAllowed, "%s is not answered here; use GET, HEAD", r.Method))
+		return
+	}
+	class, family := f.agents.classify(r.Header.Get("User-Agent"))
+	query, forced := stripMode(r.URL.RawQuery)
+	switch forced {
+	case "redirect":
+		class = RedirectOnly
+	case "backup":
+		class = BackupOnly
+	case "steer":
+		class = Steers
+	}
+	hlsTag, dashEl := st.Tags()
+	off := hlsTag == "" && dashEl == ""
+
+	if class == RedirectOnly && !off {
+		f.count(class, family)
+		f.redirect(w, r, st, query)
+		return
+	}
+	res, aerr := f.fetch(r, query)
+	if aerr != nil {
+		f.fail(aerr)
+		api.WriteError(w, aerr)
+		return
+	}
+	h := w.Header()
+	for k, vs := range res.Header {
+		h[k] = vs
+	}
+	if res.Status == http.StatusNotModified {
+		h.Set("ETag", servedETag(res.Header.Get("ETag"), hlsTag+"\x00"+dashEl))
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body, kind, aerr := f.rewrite(r, st, res.Body, class, family, query, hlsTag, dashEl, off)
+	if aerr != nil {
+		f.fail(aerr)
+		for k := range res.Header {
+			h.Del(k)
+		}
+		api.WriteError(w, aerr)
+		return
+	}
+	if kind != "media" && !bytes.Equal(body, res.Body) {
+		if etag := res.Header.Get("ETag"); etag != "" {
+			h.Set("ETag", servedETag(etag, hlsTag+"\x00"+dashEl))
+		}
+	}
+	if class == BackupOnly && kind == "multivariant" && !off {
+		// A viewer's own playlist: never kept by a shared cache.
+		h.Set("Cache-Control", "private, no-store")
+		h.Del("ETag")
+	}
+	if !off && kind != "media" {
+		h.Add("Vary", "User-Agent")
+	}
+	if res.ContentType != "" {
+		h.Set("Content-Type", res.ContentType)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// fetch gets the path from the origin, passing the player's conditional
+// headers on; a steered ETag is read back to the origin's.
+func (f *Front) fetch(r *http.Request, query string) (*origin.Response, *api.Error) {
+	req := &origin.Request{Path: r.URL.Path, RawQuery: query, IfModifiedSince: r.Header.Get("If-Modified-Since")}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		req.IfNoneMatch = originETags(inm)
+	}
+	res, err := f.origin.Fetch(r.Context(), req)
+	if err != nil {
+		var oe *origin.Error
+		if errors.As(err, &oe) {
+			return nil, &api.Error{Code: api.Code(oe.Code), Detail: oe.Detail, Status: oe.Status}
+		}
+		return nil, &api.Error{Code: "origin_unreachable", Detail: err.Error(), Status: http.StatusBadGateway}
+	}
+	return res, nil
+}
+
+// rewrite is what the front makes of the origin's bytes: a multivariant
+// playlist or an MPD with its steering line, or for a player that fails
+// over between variants only, a playlist of backups; a media playlist as
+// it is. Bytes that are neither HLS nor an MPD are refused: the front
+// never serves what it cannot tell is a playlist.
+func (f *Front) rewrite(r *http.Request, st Steering, b []byte, class Class, family, query, hlsTag, dashEl string, off bool) ([]byte, string, *api.Error) {
+	kind, err := hls.Classify(b)
+	switch {
+	case err != nil:
+		return nil, "", &api.Error{Code: "origin_not_playlist", Detail: "the origin's answer is not a playlist the front can serve: " + err.Error(), Status: http.StatusBadGateway}
+	case kind == hls.Media:
+		return b, "media", nil
+	case kind == hls.Multivariant:
+		f.count(class, family)
+		if off {
+			return b, "multivariant", nil
+		}
+		if class == BackupOnly {
+			out, aerr := f.backups(r, st, b, query)
+			return out, "multivariant", aerr
+		}
+		out, err := hls.SetSteering(nil, b, hlsTag)
+		if err != nil {
+			return nil, "", &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
+		}
+		return out, "multivariant", nil
+	}
+	if !dash.IsMPD(b) {
+		return nil, "", &api.Error{Code: "origin_not_playlist", Detail: "the origin's answer is neither an HLS playlist nor an MPD", Status: http.StatusBadGateway}
+	}
+	f.count(class, family)
+	if off {
+		return b, "mpd", nil
+	}
+	out, err := dash.SetSteering(nil, b, dashEl)
+	if err != nil {
+		return nil, "", &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
+	}
+	return out, "mpd", nil
+}
+
+// backups writes the viewer's playlist of backup variants (the OTT seed):
+// each variant on the viewer's own pathway, the first of its order, then
+// again on the next two, so that a failed pathway's viewers spread over
+// the others as their orders do.
+func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([]byte, *api.Error) {
+	o, err := st.Open(r.Context(), query, r.Header)
+	if err != nil {
+		return nil, &api.Error{Code: api.Internal, Detail: "the viewer's order: " + err.Error(), Status: http.StatusInternalServerError}
+	}
+	base, err := url.Parse(requestURL(r))
+	if err != nil {
+		return nil, &api.Error{Code: api.Internal, Detail: err.Error(), Status: http.StatusInternalServerError}
+	}
+	order := o.Order
+	if len(order) > 3 {
+		order = order[:3]
+	}
+	out, err := hls.WithBackups(nil, b, func(uri string) []string {
+		var us []string
+		for _, p := range order[1:] {
+			if u := f.onPathway(base, uri, p, st); u != "" {
+				us = append(us, u)
+			}
+		}
+		return us
+	})
+	if err != nil {
+		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
+	}
+	return out, nil
+}
+
+// onPathway is uri (resolved against the playlist's URL) on a pathway:
+// its host replaced by the clone's host (scheme and port kept, as players
+// apply a clone, RFC 8216bis 7.3), or its scheme and authority by the
+// pathway's configured base; "" when the pathway has neither.
+func (f *Front) onPathway(base *url.URL, uri, pathway string, st Steering) string {
+	ref, err := url.Parse(uri)
+	if err != nil {
+		return ""
+	}
+	u := base.ResolveReference(ref)
+	if h := st.Host(pathway); h != "" {
+		if port := u.Port(); port != "" {
+			u.Host = h + ":" + port
+		} else {
+			u.Host = h
+		}
+		return u.String()
+	}
+	if b, ok := f.bases[pathway]; ok {
+		bu, err := url.Parse(b)
+		if err != nil {
+			return ""
+		}
+		u.Scheme, u.Host = bu.Scheme, bu.Host
+		u.Path = strings.TrimSuffix(bu.Path, "/") + u.Path
+		u.RawPath = ""
+		return u.String()
+	}
+	return ""
+}
+
+// redirect sends a player that cannot steer to the same path on the first
+// pathway of its order (the OTT seed's redirect on opening) that has a
+// base, carrying its session on in the Location so that it keeps its
+// pathway when it comes back; an energy room's decision is named in
+// WAI-Decision.
+func (f *Front) redirect(w http.ResponseWriter, r *http.Request, st Steering, query string) {
+	w.Header().Set("Cache-Control", "no-store")
+	o, err := st.Open(r.Context(), query, r.Header)
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		api.WriteError(w, api.Errorf(api.StoreUnavailable, "deciding the viewer's pathway: %v", err))
+		return
+	}
+	base, err := url.Parse(requestURL(r))
+	if err != nil {
+		api.WriteError(w, api.Errorf(api.Internal, "%v", err))
+		return
+	}
+	for _, p := range o.Order {
+		loc := f.onPathway(base, r.URL.EscapedPath(), p, st)
+		if loc == "" {
+			continue
+		}
+		q := withoutSession(query)
+		if o.Query != "" {
+			if q != "" {
+				q += "&"
+			}
+			q += o.Query
+		}
+		if q != "" {
+			loc += "?" + q
+		}
+		if o.Decision != "" {
+			w.Header().Set("WAI-Decision", o.Decision)
+		}
+		w.Header().Set("Location", loc)
+		w.Header().Set("Vary", "User-Agent")
+		f.redirects.Add(1)
+		w.WriteHeader(http.StatusFound)
+		return
+	}
+	api.WriteError(w, api.Errorf(api.Internal, "no pathway of %s's order %v has a host or a base to redirect to", st.Name(), o.Order))
+}
+
+// requestURL is the URL the player asked for, as it reached the front.
+func requestURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + r.URL.RequestURI()
+}
+
+// stripMode removes ModeParam from a raw query, byte for byte otherwise,
+// and returns its value.
+func stripMode(raw string) (string, string) {
+	if !strings.Contains(raw, ModeParam) {
+		return raw, ""
+	}
+	var keep []string
+	mode := ""
+	for part := range strings.SplitSeq(raw, "&") {
+		if k, v, _ := strings.Cut(part, "="); k == ModeParam {
+			if mode == "" {
+				mode = v
+			}
+			continue
+		}
+		keep = append(keep, part)
+	}
+	return strings.Join(keep, "&"), mode
+}
+
+// withoutSession removes the front's own session and bucket parameters
+// from a query it carries on, so that the Location has only the new.
+func withoutSession(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	var keep []string
+	for part := range strings.SplitSeq(raw, "&") {
+		k, _, _ := strings.Cut(part, "=")
+		if k == "session" || k == "bucket" || k == "wai_session" {
+			continue
+		}
+		keep = append(keep, part)
+	}
+	return strings.Join(keep, "&")
+}
+
+// servedETag is the ETag of a playlist the front changed: the origin's,
+// with a digest of the steering lines added inside its quotes, so that
+// the bytes an ETag names are always the same bytes, and a change of the
+// steering line changes it. A weak ETag stays weak.
+func servedETag(originTag, lines string) string {
+	if originTag == "" {
+		return ""
+	}
+	d := sha256.Sum256([]byte(lines))
+	suffix := "-ws" + hex.EncodeToString(d[:4])
+	if strings.HasSuffix(originTag, `"`) {
+		return originTag[:len(originTag)-1] + suffix + `"`
+	}
+	return originTag + suffix
+}
+
+// originETags reads a player's If-None-Match back to the origin's tags.
+func originETags(inm string) string {
+	var out []string
+	for part := range strings.SplitSeq(inm, ",") {
+		t := strings.TrimSpace(part)
+		if i := strings.LastIndex(t, "-ws"); i >= 0 && len(t)-i >= len("-ws")+8 {
+			t = t[:i] + t[i+len("-ws")+8:]
+		}
+		out = append(out, t)
+	}
+	return strings.Join(out, ", ")
+}
+
+func (f *Front) count(c Class, family string) {
+	v, ok := f.opens[c].Load(family)
+	if !ok {
+		v, _ = f.opens[c].LoadOrStore(family, new(atomic.Uint64))
+	}
+	v.(*atomic.Uint64).Add(1)
+}
+
+func (f *Front) fail(e *api.Error) {
+	v, ok := f.failures.Load(string(e.Code))
+	if !ok {
+		v, _ = f.failures.LoadOrStore(string(e.Code), new(atomic.Uint64))
+	}
+	v.(*atomic.Uint64).Add(1)
+	f.log.Warn("a playlist could not be served", "code", string(e.Code), "detail", e.Detail)
+}
+
+// Opens counts the viewers that opened a playlist, by class and family.
+type Opens struct {
+	ByClass  map[string]uint64            `json:"by_class"`
+	ByFamily map[string]map[string]uint64 `json:"by_family"` // class → family → opens
+	// SteeringShare is the share of the openings by players that steer.
+	SteeringShare float64           `json:"steering_share"`
+	Redirects     uint64            `json:"redirects"`
+	Failures      map[string]uint64 `json:"failures"`
+	At            time.Time         `json:"at"`
+}
+
+// Opens is the count so far.
+func (f *Front) Opens() Opens {
+	o := Opens{ByClass: map[string]uint64{}, ByFamily: map[string]map[string]uint64{}, Failures: map[string]uint64{}, At: time.Now().UTC()}
+	var total uint64
+	for c := range classCount {
+		fam := map[string]uint64{}
+		f.opens[c].Range(func(k, v any) bool {
+			n := v.(*atomic.Uint64).Load()
+			fam[k.(string)] = n
+			o.ByClass[c.String()] += n
+			total += n
+			return true
+		})
+		o.ByFamily[c.String()] = fam
+		if _, ok := o.ByClass[c.String()]; !ok {
+			o.ByClass[c.String()] = 0
+		}
+	}
+	if total > 0 {
+		o.SteeringShare = float64(o.ByClass[Steers.String()]) / float64(total)
+	}
+	o.Redirects = f.redirects.Load()
+	f.failures.Range(func(k, v any) bool { o.Failures[k.(string)] = v.(*atomic.Uint64).Load(); return true })
+	return o
+}

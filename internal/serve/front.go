@@ -1,0 +1,107 @@
+package serve
+
+import (
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/waisteer/waisteer/internal/front/origin"
+	"github.com/waisteer/waisteer/internal/server"
+)
+
+// frontFile is the [front] table (issue 13).
+type frontFile struct {
+	Origin         *string             `toml:"origin"`
+	Timeout        *string             `toml:"timeout"`
+	MaxBytes       *int64              `toml:"max_bytes"`
+	Bases          map[string]string   `toml:"bases"`
+	RedirectAgents []string            `toml:"redirect_agents"`
+	BackupAgents   []string            `toml:"backup_agents"`
+	Playlists      []frontPlaylistFile `toml:"playlists"`
+}
+
+type frontPlaylistFile struct {
+	Path *string `toml:"path"`
+	Pool *string `toml:"pool"`
+	Room *string `toml:"room"`
+}
+
+// front reads the [front] table: its origin (an HTTP base URL, or a
+// directory relative to the file) and each playlist path with the pool or
+// room that steers it.
+func (r *serveReader) front(f *frontFile, cfg *Config) {
+	if f == nil {
+		return
+	}
+	fc := &server.FrontConfig{Bases: map[string]string{}, RedirectAgents: f.RedirectAgents, BackupAgents: f.BackupAgents}
+	o := origin.Options{Timeout: r.duration("front.timeout", f.Timeout, 0)}
+	if f.MaxBytes != nil {
+		if *f.MaxBytes < 1024 || *f.MaxBytes > 64<<20 {
+			r.Errorf("front.max_bytes", "%d is not 1024 to 67108864", *f.MaxBytes)
+		}
+		o.MaxBytes = *f.MaxBytes
+	}
+	switch {
+	case f.Origin == nil || *f.Origin == "":
+		r.Errorf("front.origin", "is needed: the HTTP base URL or the directory the playlists come from")
+	default:
+		base := *f.Origin
+		if !strings.Contains(base, "://") && !filepath.IsAbs(base) {
+			base = r.path(base)
+		}
+		og, err := origin.New(base, o)
+		if err != nil {
+			r.Errorf("front.origin", "%v", err)
+		}
+		fc.Origin = og
+	}
+	for id, b := range f.Bases {
+		u, err := url.Parse(b)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			r.Errorf("front.bases."+id, "%q is not an http or https base URL (scheme://host[:port][/path], no query)", b)
+			continue
+		}
+		fc.Bases[id] = b
+	}
+	if len(f.Playlists) == 0 {
+		r.Errorf("front.playlists", "at least one [[front.playlists]] is needed")
+	}
+	seen := map[string]int{}
+	for i, p := range f.Playlists {
+		k := "front.playlists[" + strconv.Itoa(i) + "]"
+		pl := server.FrontPlaylist{}
+		switch {
+		case p.Path == nil:
+			r.Errorf(k+".path", "is needed")
+			continue
+		case !strings.HasPrefix(*p.Path, "/") || strings.ContainsAny(*p.Path, "?#") || strings.Contains(*p.Path, "//") || strings.Contains(*p.Path, "/../") || strings.Contains(*p.Path, "/./"):
+			r.Errorf(k+".path", "%q is not an absolute path without a query, dot or empty segments", *p.Path)
+			continue
+		}
+		pl.Path = *p.Path
+		if j, dup := seen[pl.Path]; dup {
+			r.Errorf(k+".path", "%q is playlists[%d]'s too", pl.Path, j)
+		}
+		seen[pl.Path] = i
+		switch {
+		case p.Pool != nil && p.Room != nil:
+			r.Errorf(k+".room", "give pool or room, not both")
+		case p.Room != nil:
+			pl.Room = *p.Room
+		case p.Pool != nil:
+			pl.Pool = *p.Pool
+		}
+		if p.Room == nil {
+			found := false
+			for _, c := range cfg.Server.Pools {
+				found = found || c.Name == pl.Pool
+			}
+			if !found {
+				r.Errorf(k+".pool", "no pool named %q (the [steering] table is \"\")", pl.Pool)
+			}
+		}
+		fc.Playlists = append(fc.Playlists, pl)
+	}
+	cfg.Server.Front = fc
+}

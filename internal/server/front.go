@@ -1,0 +1,315 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/front"
+	"github.com/waisteer/waisteer/internal/front/origin"
+	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/report"
+)
+
+// FrontConfig is the front's configuration (internal/front): the origin,
+// and which pool or room steers each playlist path.
+type FrontConfig struct {
+	Origin                       *origin.Origin
+	Playlists                    []FrontPlaylist
+	Bases                        map[string]string // declared pathways' URL bases
+	RedirectAgents, BackupAgents []string
+}
+
+// FrontPlaylist is a path of the front (exact, or a prefix ending in "/")
+// and what steers it: a pool by name ("" for [steering]) or, with Room
+// set, an energy room by id or by name.
+type FrontPlaylist struct {
+	Path string
+	Pool string
+	Room string
+}
+
+// openFront makes the front, each playlist steered by its pool or room.
+func (s *Server) openFront(fc *FrontConfig) (*front.Front, error) {
+	var pls []front.Playlist
+	for i, p := range fc.Playlists {
+		var st front.Steering
+		if p.Room != "" {
+			h := s.hubNamed(p.Room)
+			if h == nil {
+				return nil, fmt.Errorf("front playlist %d (%s): no room %q", i, p.Path, p.Room)
+			}
+			st = &roomFront{s: s, h: h}
+		} else {
+			name := p.Pool
+			st = &poolFront{s: s, name: name}
+			if s.poolNamed(name) == nil {
+				return nil, fmt.Errorf("front playlist %d (%s): no pool %q", i, p.Path, name)
+			}
+		}
+		if isReserved(p.Path) || strings.HasPrefix(p.Path, stableDecisions) {
+			return nil, api.Errorf(api.RouteConflict, "front playlist %d: %q is the server's own route", i, p.Path)
+		}
+		pls = append(pls, front.Playlist{Path: p.Path, Steering: st})
+	}
+	return front.New(front.Config{Origin: fc.Origin, Playlists: pls, Bases: fc.Bases,
+		RedirectAgents: fc.RedirectAgents, BackupAgents: fc.BackupAgents, Logger: s.log})
+}
+
+// hubNamed finds a room by its id or its descriptor's name.
+func (s *Server) hubNamed(name string) *hub {
+	for _, h := range s.sortedHubs() {
+		if h.id.String() == name || h.state.Load().room.Name() == name {
+			return h
+		}
+	}
+	return nil
+}
+
+// poolNamed finds a pool by name, as it stands after reloads.
+func (s *Server) poolNamed(name string) *poolHub {
+	for _, ph := range s.poolsSorted() {
+		if ph.name == name {
+			return ph
+		}
+	}
+	return nil
+}
+
+// poolFront is a pool as the front sees it; it finds the pool by name at
+// each request, so that a reload is followed.
+type poolFront struct {
+	s    *Server
+	name string
+}
+
+func (f *poolFront) pool() *poolHub { return f.s.poolNamed(f.name) }
+
+func (f *poolFront) Name() string { return "pool " + f.name }
+
+// Tags are the station seed's line (SERVER-URI the pool's path on the
+// host the playlist came from, PATHWAY-ID clone_from, left out when
+// empty), and a DASH element of the same: none while the pool has no edges.
+func (f *poolFront) Tags() (string, string) {
+	ph := f.pool()
+	if ph == nil || !ph.p.Enabled() {
+		return "", ""
+	}
+	c := ph.p.Config()
+	uri := c.Path
+	if c.PublicURL != "" {
+		uri = c.PublicURL + c.Path
+	}
+	tag := `#EXT-X-CONTENT-STEERING:SERVER-URI="` + uri + `"`
+	el := `<ContentSteering`
+	if c.CloneFrom != "" {
+		tag += `,PATHWAY-ID="` + c.CloneFrom + `"`
+		el += ` defaultServiceLocation="` + c.CloneFrom + `"`
+	}
+	el += ` queryBeforeStart="false">` + strings.ReplaceAll(uri, "&", "&amp;") + `</ContentSteering>`
+	return tag, el
+}
+
+func (f *poolFront) Open(ctx context.Context, rawQuery string, h http.Header) (front.Opening, error) {
+	ph := f.pool()
+	if ph == nil {
+		return front.Opening{}, errors.New("the pool is no longer configured")
+	}
+	req := pool.Request{RawQuery: rawQuery}
+	if name := ph.route.Load().cohortHeader; name != "" {
+		req.Cohort = h.Get(name)
+	}
+	o, ok := ph.p.Order(&req)
+	if !ok {
+		return front.Opening{}, errors.New("the pool has no edges")
+	}
+	return front.Opening{Order: o.Order, Query: o.Query}, nil
+}
+
+func (f *poolFront) Host(pathway string) string {
+	if ph := f.pool(); ph != nil {
+		for _, e := range ph.p.Edges() {
+			if e.Pathway == pathway {
+				return e.Host
+			}
+		}
+	}
+	return ""
+}
+
+func (f *poolFront) Pathways() []string {
+	ph := f.pool()
+	if ph == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ph.p.Edges() {
+		out = append(out, e.Pathway)
+	}
+	return out
+}
+
+// roomFront is an energy room as the front sees it.
+type roomFront struct {
+	s *Server
+	h *hub
+}
+
+func (f *roomFront) Name() string { return f.h.label() }
+
+// Tags are §8.2's tag and §8.3's element for the policy the room steers by.
+func (f *roomFront) Tags() (string, string) {
+	p := f.h.state.Load().policy
+	return decision.HLSTag(p), decision.DASHElement(p)
+}
+
+// Open decides for the viewer as a steering request would (§6), and
+// stores the decision before the redirect names it (§8.4), so that an
+// auditor can fetch it from the WAI-Decision header's URI.
+func (f *roomFront) Open(ctx context.Context, rawQuery string, h http.Header) (front.Opening, error) {
+	order, session, uri, err := f.s.decideFor(ctx, f.h, rawQuery, h)
+	if err != nil {
+		return front.Opening{}, err
+	}
+	return front.Opening{Order: order, Query: "wai_session=" + session.String(), Decision: uri}, nil
+}
+
+func (f *roomFront) Host(pathway string) string {
+	p := f.h.state.Load().policy
+	if i, ok := p.Index(pathway); ok {
+		return p.Pathways[i].Host
+	}
+	return ""
+}
+
+func (f *roomFront) Pathways() []string { return f.h.state.Load().ids }
+
+// decideFor makes, signs and stores a decision for a viewer the front
+// redirects, as serveSteer does for a steering request, and returns its
+// priority, the session and the decision's URI (§8.4).
+func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http.Header) ([]string, report.Session, string, error) {
+	target := "/"
+	if rawQuery != "" {
+		target += "?" + rawQuery
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return nil, report.Session{}, "", err
+	}
+	r := (&http.Request{Method: http.MethodGet, URL: u, RequestURI: target, Header: hd}).WithContext(ctx)
+	q := report.ParseQuery(target)
+	session, ok := q.Session()
+	if !ok {
+		if session, err = report.NewSession(nil); err != nil {
+			return nil, session, "", err
+		}
+	}
+	x := steerings.Get().(*steering)
+	s.commits.pending.Add(1)
+	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
+		s.commits.pending.Add(-1)
+		x.release()
+		return nil, session, "", aerr
+	}
+	if err := s.commits.commit(ctx, &x.job); err != nil {
+		return nil, session, "", err
+	}
+	d := &x.d
+	x.st.firsts[d.Reason][d.Priority[0]].Add(1)
+	order := make([]string, len(d.Priority))
+	for i, p := range d.Priority {
+		order[i] = x.st.ids[p]
+	}
+	uri := decision.RecordURI(x.st.policy, x.digest)
+	x.release()
+	return order, session, uri, nil
+}
+
+// serveFront answers a path of the front.
+func (s *Server) serveFront(w http.ResponseWriter, r *http.Request) {
+	s.count(routeFront, w, r, func(w http.ResponseWriter, r *http.Request) {
+		s.front.ServeHTTP(w, r)
+	})
+}
+
+// FrontStatus is the front's view for the operator (GET /v1/front/status):
+// who opened playlists, by what they can do, and each pool's headroom.
+type FrontStatus struct {
+	front.Opens
+	Pools []PoolHeadroom `json:"pools"`
+}
+
+// PoolHeadroom is, per edge, the load the edge must be able to carry for
+// one failure: its live sessions × (1 + 1/(N − 1)), N the edges that can
+// take a failed one's viewers (the OTT seed's capacity rule).
+type PoolHeadroom struct {
+	Pool  string             `json:"pool"`
+	N     int                `json:"eligible"`
+	Edges map[string]float64 `json:"headroom"`
+}
+
+func (s *Server) serveFrontStatus(w http.ResponseWriter, r *http.Request) {
+	if !noQuery(w, r) || !s.operator(w, r) {
+		return
+	}
+	if s.front == nil {
+		writeError(w, api.Errorf(api.NotFound, "the server has no front"))
+		return
+	}
+	st := FrontStatus{Opens: s.front.Opens()}
+	for _, ph := range s.poolsSorted() {
+		v := s.poolView(r.Context(), ph)
+		ph := PoolHeadroom{Pool: ph.name, Edges: map[string]float64{}}
+		for _, e := range v.Edges {
+			if e.Health.Up && !e.Drained && e.Weight > 0 {
+				ph.N++
+			}
+		}
+		for _, e := range v.Edges {
+			ph.Edges[e.Pathway] = headroom(float64(e.Sessions), ph.N)
+		}
+		st.Pools = append(st.Pools, ph)
+	}
+	api.WriteJSON(w, http.StatusOK, st)
+}
+
+// headroom is the OTT seed's "1 + 1/(N−1) of its normal load": with one
+// edge there is no other to fail over to, and its load is its own.
+func headroom(load float64, n int) float64 {
+	if n <= 1 {
+		return load
+	}
+	return load * (1 + 1/float64(n-1))
+}
+
+// writeFrontMetrics writes who opened the front's playlists: by class
+// (steers, backup, redirect) and family, and the share that steers (the
+// multi-CDN seed's pitfall 5).
+func (s *Server) writeFrontMetrics(b *bytes.Buffer) {
+	if s.front == nil {
+		return
+	}
+	o := s.front.Opens()
+	b.WriteString("# HELP waisteer_front_opens_total Playlists opened through the front, by what the player can do and its family (User-Agent).\n# TYPE waisteer_front_opens_total counter\n")
+	for _, c := range slices.Sorted(maps.Keys(o.ByFamily)) {
+		for _, fam := range slices.Sorted(maps.Keys(o.ByFamily[c])) {
+			fmt.Fprintf(b, "waisteer_front_opens_total{class=%q,family=%q} %d\n", c, fam, o.ByFamily[c][fam])
+		}
+	}
+	b.WriteString("# HELP waisteer_front_steering_share The share of the front's openings by players that steer.\n# TYPE waisteer_front_steering_share gauge\n")
+	fmt.Fprintf(b, "waisteer_front_steering_share %g\n", o.SteeringShare)
+	b.WriteString("# HELP waisteer_front_redirects_total Players that cannot steer, redirected on opening.\n# TYPE waisteer_front_redirects_total counter\n")
+	fmt.Fprintf(b, "waisteer_front_redirects_total %d\n", o.Redirects)
+	b.WriteString("# HELP waisteer_front_failures_total Playlists the front could not serve, by code.\n# TYPE waisteer_front_failures_total counter\n")
+	for _, k := range slices.Sorted(maps.Keys(o.Failures)) {
+		fmt.Fprintf(b, "waisteer_front_failures_total{code=%q} %d\n", k, o.Failures[k])
+	}
+}

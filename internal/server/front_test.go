@@ -1,0 +1,225 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/waisteer/waisteer/internal/front/origin"
+	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/store"
+)
+
+// The front (issue 13): the station seed's line added to a multivariant
+// playlist and an MPD as they are served; the OTT seed's redirect on
+// opening and backup variants for players that cannot steer.
+
+const frontMultivariant = "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-STREAM-INF:BANDWIDTH=1280000,RESOLUTION=640x360\nlow/index.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=2560000,RESOLUTION=1280x720\nhttps://origin.example/hls/high/index.m3u8\n"
+
+const frontMedia = "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:10\n#EXTINF:2.0,\nseg10.ts\n#EXTINF:2.0,\nseg11.ts\n"
+
+const frontMPD = `<?xml version="1.0" encoding="UTF-8"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT10S" minBufferTime="PT2S" profiles="urn:mpeg:dash:profile:isoff-live:2011">
+  <Period id="p0">
+  </Period>
+</MPD>
+`
+
+// frontEnv is a server with the station seed's pool and a front over a
+// directory origin holding the files above.
+type frontEnv struct {
+	*poolEnv
+	dir string
+}
+
+func newFrontEnv(t *testing.T, c pool.Config) *frontEnv {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"hls/live.m3u8": frontMultivariant, "hls/low/index.m3u8": frontMedia, "dash/live.mpd": frontMPD, "hls/junk.m3u8": "<html>login</html>"} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	og, err := origin.New(dir, origin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &poolEnv{t: t, loads: store.NewLoads(), logs: &syncBuffer{}}
+	srv, err := New(context.Background(), Config{
+		Pools: []pool.Config{c}, OperatorToken: testToken,
+		Front: &FrontConfig{Origin: og, Playlists: []FrontPlaylist{{Path: "/hls/"}, {Path: "/dash/live.mpd"}}},
+		Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
+	}, store.NewMemory(), e.loads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = srv
+	e.ts = serveTest(t, srv)
+	t.Cleanup(func() { e.ts.Close(); srv.Close(context.Background()) })
+	return &frontEnv{poolEnv: e, dir: dir}
+}
+
+func (e *frontEnv) get(path, ua string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", e.ts.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", ua)
+	c := &http.Client{Transport: e.ts.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+const chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+
+// TestFrontSteeringLine: the multivariant playlist and the MPD are served
+// with the pool's line (the station seed: SERVER-URI the pool's path,
+// PATHWAY-ID clone_from), the media playlist as it is, and with no edges
+// the playlist as the origin wrote it.
+func TestFrontSteeringLine(t *testing.T) {
+	e := newFrontEnv(t, seedPool(nil, nil))
+	resp, b := e.get("/hls/live.m3u8", chrome)
+	want := strings.Replace(frontMultivariant, "#EXT-X-VERSION:7\n", "#EXT-X-VERSION:7\n#EXT-X-CONTENT-STEERING:SERVER-URI=\"/api/v1/steering\",PATHWAY-ID=\".\"\n", 1)
+	if resp.StatusCode != 200 || string(b) != want {
+		t.Errorf("the multivariant playlist: %d\n%s\nwant\n%s", resp.StatusCode, b, want)
+	}
+	if _, b := e.get("/hls/low/index.m3u8", chrome); string(b) != frontMedia {
+		t.Errorf("the media playlist was changed:\n%s", b)
+	}
+	_, b = e.get("/dash/live.mpd", chrome)
+	wantMPD := strings.Replace(frontMPD, "  <Period", "  <ContentSteering defaultServiceLocation=\".\" queryBeforeStart=\"false\">/api/v1/steering</ContentSteering>\n  <Period", 1)
+	if string(b) != wantMPD {
+		t.Errorf("the MPD:\n%s\nwant\n%s", b, wantMPD)
+	}
+
+	off := seedPool(nil, nil)
+	off.Edges = nil
+	e = newFrontEnv(t, off)
+	if _, b := e.get("/hls/live.m3u8", chrome); string(b) != frontMultivariant {
+		t.Errorf("a pool with no edges changed the playlist:\n%s", b)
+	}
+	// Not a playlist, a path outside the configured ones.
+	if resp, b := e.get("/hls/junk.m3u8", chrome); resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "origin_not_playlist") {
+		t.Errorf("a page that is no playlist: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := e.get("/other/live.m3u8", chrome); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a path outside the front's: %d", resp.StatusCode)
+	}
+	if resp, _ := e.get("/hls/missing.m3u8", chrome); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a playlist the origin does not have: %d", resp.StatusCode)
+	}
+}
+
+var locationSession = regexp.MustCompile(`[?&]session=([0-9a-f]{32})`)
+
+// TestFrontRedirect: a player that cannot steer (ffmpeg's libavformat,
+// VLC, none at all) is sent to the same path on the first pathway of its
+// order (the OTT seed's redirect on opening), with its session in the
+// Location: the same session comes back to the same pathway, a forged one
+// gets a fresh session.
+func TestFrontRedirect(t *testing.T) {
+	e := newFrontEnv(t, seedPool(nil, nil))
+	port := e.ts.URL[strings.LastIndexByte(e.ts.URL, ':'):]
+	for _, ua := range []string{"Lavf/60.16.100", "VLC/3.0.20 LibVLC/3.0.20", "", "mpv 0.37.0", "GStreamer souphttpsrc", chrome + " " + "x"} {
+		mode := ""
+		if strings.HasPrefix(ua, "Mozilla") {
+			mode = "&waisteer_mode=redirect" // a player that steers, forced
+		}
+		resp, _ := e.get("/hls/live.m3u8?x=1"+mode, ua)
+		if resp.StatusCode != http.StatusFound {
+			t.Fatalf("%q: %d, want 302", ua, resp.StatusCode)
+		}
+		loc := resp.Header.Get("Location")
+		u, err := url.Parse(loc)
+		if err != nil || u.Path != "/hls/live.m3u8" || !strings.HasSuffix(u.Host, ".example"+port) || strings.Contains(loc, "waisteer_mode") || !strings.HasPrefix(u.RawQuery, "x=1&session=") {
+			t.Fatalf("%q: Location %q", ua, loc)
+		}
+		s := locationSession.FindStringSubmatch(loc)
+		if s == nil {
+			t.Fatalf("%q: Location %q carries no session", ua, loc)
+		}
+		m := e.steer("/api/v1/steering?session=" + s[1])
+		if host := strings.TrimSuffix(u.Host, port); host != m.Priority[0]+".edges.example" && !(m.Priority[0] == "bunny" && host == "kettle-cdn.example") {
+			t.Errorf("%q: sent to %s, the session's first is %s", ua, host, m.Priority[0])
+		}
+		again, _ := e.get("/hls/live.m3u8?x=1&session="+s[1]+mode, ua)
+		if again.Header.Get("Location") != loc {
+			t.Errorf("%q: back with its session: %q, first %q", ua, again.Header.Get("Location"), loc)
+		}
+	}
+	forged, _ := e.get("/hls/live.m3u8?session=00112233445566778899aabbccddeeff", "Lavf/60")
+	if strings.Contains(forged.Header.Get("Location"), "00112233445566778899aabbccddeeff") {
+		t.Errorf("a forged session was kept: %s", forged.Header.Get("Location"))
+	}
+	var st FrontStatus
+	resp, b := e.do("GET", "/v1/front/status", "", http.Header{"Authorization": {"Bearer " + testToken}})
+	if resp.StatusCode != 200 || json.Unmarshal(b, &st) != nil || st.ByClass["redirect"] < 6 || st.Redirects < 6 {
+		t.Errorf("status %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestFrontSpread: over 100 000 viewers of a pool of N = 4 edges of equal
+// weight, each of the N − 1 others takes 1/(N − 1) of a failed edge's
+// viewers within ±1 % absolute (the OTT seed's capacity rule), through
+// redirects (the viewer's next pathway once its first is down) and through
+// backup variants (the first backup of the viewer's playlist) alike.
+func TestFrontSpread(t *testing.T) {
+	c := seedPool(nil, nil)
+	c.Edges = []pool.Edge{{Pathway: "a", Host: "a.example", Weight: 1}, {Pathway: "b", Host: "b.example", Weight: 1},
+		{Pathway: "c", Host: "c.example", Weight: 1}, {Pathway: "d", Host: "d.example", Weight: 1}}
+	e := newFrontEnv(t, c)
+	ph := e.srv.poolNamed("")
+	pf := &poolFront{s: e.srv, name: ""}
+	const viewers = 100_000
+	var queries []string
+	backups := map[string]int{}
+	for range viewers {
+		o, err := pf.Open(context.Background(), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Order[0] == "a" {
+			queries = append(queries, o.Query)
+			backups[o.Order[1]]++
+		}
+	}
+	ph.p.SetUp("a", false)
+	moved := map[string]int{}
+	for _, q := range queries {
+		o, err := pf.Open(context.Background(), q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved[o.Order[0]]++
+	}
+	for _, p := range []string{"b", "c", "d"} {
+		for what, m := range map[string]map[string]int{"redirect": moved, "backup": backups} {
+			share := float64(m[p]) / float64(len(queries))
+			if math.Abs(share-1.0/3) > 0.01 {
+				t.Errorf("%s: %s takes %.4f of a's %d viewers, want 1/3 ± 0.01", what, p, share, len(queries))
+			}
+		}
+	}
+	if moved["a"] != 0 {
+		t.Errorf("%d viewers still sent to a while it is down", moved["a"])
+	}
+}
