@@ -254,6 +254,9 @@ func (f *Front) fetch(r *http.Request, query string) (*origin.Response, *api.Err
 // it is. Bytes that are neither HLS nor an MPD are refused: the front
 // never serves what it cannot tell is a playlist.
 func (f *Front) rewrite(r *http.Request, st Steering, b []byte, class Class, family, query, hlsTag, dashEl string, off bool) ([]byte, string, *api.Error) {
+	if dash.IsMPD(b) {
+		return f.mpd(b, class, family, dashEl, off)
+	}
 	kind, err := hls.Classify(b)
 	switch {
 	case err != nil:
@@ -275,9 +278,11 @@ func (f *Front) rewrite(r *http.Request, st Steering, b []byte, class Class, fam
 		}
 		return out, "multivariant", nil
 	}
-	if !dash.IsMPD(b) {
-		return nil, "", &api.Error{Code: "origin_not_playlist", Detail: "the origin's answer is neither an HLS playlist nor an MPD", Status: http.StatusBadGateway}
-	}
+	return nil, "", &api.Error{Code: "origin_not_playlist", Detail: "the origin's answer is neither an HLS playlist nor an MPD", Status: http.StatusBadGateway}
+}
+
+// mpd is an MPD with its steering element.
+func (f *Front) mpd(b []byte, class Class, family, dashEl string, off bool) ([]byte, string, *api.Error) {
 	f.count(class, family)
 	if off {
 		return b, "mpd", nil

@@ -115,6 +115,10 @@ func TestPoolConfigErrors(t *testing.T) {
 		{"negative weight", head + edge("weight = -1"), "serve.toml:4: steering.edges[0].weight"},
 		{"unknown key", head + edge("colour = 1"), "serve.toml:4: steering.edges[0].colour: unknown key"},
 		{"two pools on one path", "[[pool]]\nname = \"a\"\npath = \"/s\"\n[[pool]]\nname = \"b\"\npath = \"/s\"\n", "serve.toml:6: pool[1].path"},
+		{"a front without an origin", head + edge() + "[front]\n[[front.playlists]]\npath = \"/hls/\"\n", "front.origin: is needed"},
+		{"a front's bad base", head + edge() + "[front]\norigin = \"http://127.0.0.1:9\"\nbases = { a = \"ftp://x\" }\n[[front.playlists]]\npath = \"/hls/\"\n", "serve.toml:7: front.bases.a"},
+		{"a front's playlist of no pool", head + edge() + "[front]\norigin = \"http://127.0.0.1:9\"\n[[front.playlists]]\npath = \"/hls/\"\npool = \"radio\"\n", "serve.toml:9: front.playlists[0].pool"},
+		{"a front's relative path", head + edge() + "[front]\norigin = \"http://127.0.0.1:9\"\n[[front.playlists]]\npath = \"hls/\"\n", "serve.toml:8: front.playlists[0].path"},
 		{"a room check over https", "[[room]]\ndescriptor = \"x\"\nsteering_key = \"y\"\ncheck_urls = { a = \"https://a.example/\" }\n", "room[0]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
