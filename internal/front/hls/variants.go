@@ -216,29 +216,31 @@ func WithBackups(dst, b []byte, backup func(uri string) []string) ([]byte, error
 	}
 	var stack [16]variant
 	vs := stack[:0]
-	var all string
-	n := 1 // counts the variants, for errors
-	last := -1
-	extra := 0
 	err = variants(b, s, func(v *variant) error {
-		if all == "" {
-			all = string(b)
-		}
-		bs := backup(all[v.uri.start:v.uri.end])
-		v.nbackups = copy(v.backups[:], bs)
-		for k := range v.nbackups {
-			if why := checkBackup(v.backups[k]); why != "" {
-				return errAt(0, ErrBackup, fmt.Sprintf("backup %d of variant %d (%.60q): %s", k+1, n, all[v.uri.start:v.uri.end], why))
-			}
-			extra += v.inf.end - v.inf.start - (v.drop.end - v.drop.start) + len(v.backups[k]) + 4
-		}
-		n++
-		last = v.uri.next
 		vs = append(vs, *v)
 		return nil
 	})
 	if err != nil {
 		return dst, err
+	}
+	// The backups are asked for once the whole playlist has read, so that a
+	// playlist is refused for its own faults first.
+	all := string(b)
+	extra := 0
+	for i := range vs {
+		v := &vs[i]
+		uri := all[v.uri.start:v.uri.end]
+		v.nbackups = copy(v.backups[:], backup(uri))
+		for k := range v.nbackups {
+			if why := checkBackup(v.backups[k]); why != "" {
+				return dst, errAt(0, ErrBackup, fmt.Sprintf("backup %d of variant %d (%.60q): %s", k+1, i+1, uri, why))
+			}
+			extra += v.inf.end - v.inf.start - (v.drop.end - v.drop.start) + len(v.backups[k]) + 4
+		}
+	}
+	last := len(b)
+	if len(vs) > 0 {
+		last = vs[len(vs)-1].uri.next
 	}
 	if extra == 0 {
 		return append(dst, b...), nil
@@ -249,7 +251,13 @@ func WithBackups(dst, b []byte, backup func(uri string) []string) ([]byte, error
 	u := vs[len(vs)-1].uri
 	atEOF := u.next == u.end
 	if atEOF { // the last URI line ends the file, without a line ending
-		dst = append(dst, eol...)
+		if b[len(b)-1] == '\r' {
+			// An LF would join the CR that ends the URI into a CR LF, and so
+			// change the URI as read.
+			dst = append(dst, "\r\n"...)
+		} else {
+			dst = append(dst, eol...)
+		}
 	}
 	wrote := false
 	for k := range 2 {
