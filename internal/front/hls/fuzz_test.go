@@ -1,0 +1,269 @@
+package hls
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// refLines splits b into lines, each with its line ending (RFC 8216 §4.1:
+// LF or CR LF; a bare CR is part of a line).
+func refLines(b string) []string {
+	lines := strings.SplitAfter(b, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// refName is the tag name of a line, or "".
+func refName(l string) string {
+	l = strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")
+	if !strings.HasPrefix(l, "#EXT") {
+		return ""
+	}
+	name, _, _ := strings.Cut(l[1:], ":")
+	return name
+}
+
+func refEnding(l string) string {
+	switch {
+	case strings.HasSuffix(l, "\r\n"):
+		return "\r\n"
+	case strings.HasSuffix(l, "\n"):
+		return "\n"
+	}
+	return ""
+}
+
+// refSet is SetSteering's rule written over a list of lines, for a
+// multivariant playlist b: the first steering line's text replaced, every
+// later one dropped; with none, tag inserted after #EXTM3U and the
+// EXT-X-VERSION, EXT-X-INDEPENDENT-SEGMENTS and EXT-X-START lines directly
+// after it, ending as the #EXTM3U line does.
+func refSet(b []byte, tag string) []byte {
+	s, mark := string(b), ""
+	if strings.HasPrefix(s, bom) {
+		s, mark = s[len(bom):], bom
+	}
+	lines := refLines(s)
+	eol := refEnding(lines[0])
+	if eol == "" {
+		eol = "\n"
+	}
+	var out []string
+	found := false
+	for _, l := range lines {
+		if refName(l) != SteeringTag {
+			out = append(out, l)
+			continue
+		}
+		if !found && tag != "" {
+			out = append(out, tag+refEnding(l))
+		}
+		found = true
+	}
+	if !found && tag != "" {
+		h := 0
+		for h+1 < len(lines) && slices.Contains([]string{"EXT-X-VERSION", "EXT-X-INDEPENDENT-SEGMENTS", "EXT-X-START"}, refName(lines[h+1])) {
+			h++
+		}
+		out = slices.Insert(out, h+1, tag+eol)
+	}
+	return []byte(mark + strings.Join(out, ""))
+}
+
+// hasOtherMultivariant reports whether b holds a multivariant-only tag
+// other than a steering tag.
+func hasOtherMultivariant(b []byte) bool {
+	for _, l := range refLines(string(b)) {
+		if n := refName(l); n != SteeringTag && multivariantOnly([]byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// refURILine is the package doc's rule for a backup URI: not empty, not
+// beginning with '#', no control bytes but tabs, no spaces or tabs at
+// either end.
+func refURILine(u string) bool {
+	if u == "" || u[0] == '#' || strings.Trim(u, " \t") != u {
+		return false
+	}
+	for _, c := range []byte(u) {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func seeds(f *testing.F) [][]byte {
+	names, err := filepath.Glob(filepath.Join("testdata", "*"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var out [][]byte
+	for _, n := range names {
+		if fi, err := os.Stat(n); err != nil || fi.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// FuzzSetSteering: SetSteering never panics; it refuses exactly what
+// Classify and the tag's rule refuse; otherwise its output is refSet's
+// (everything outside the steering lines kept, byte for byte), setting
+// twice is setting once, removing after setting is removing, and the
+// output classifies as the input did (a playlist whose only multivariant
+// tags were steering tags has none left once they are removed).
+func FuzzSetSteering(f *testing.F) {
+	for _, b := range seeds(f) {
+		f.Add(b, stationTag)
+		f.Add(b, "")
+	}
+	f.Add([]byte("#EXTM3U\n"+stationTag), `#EXT-X-CONTENT-STEERING:SERVER-URI="x"`)
+	f.Add([]byte("#EXTM3U\r\n#EXT-X-VERSION:3\r\n#EXT-X-CONTENT-STEERING:A\r"), "#EXT-X-CONTENT-STEERING:")
+	f.Fuzz(func(t *testing.T, b []byte, tag string) {
+		out, err := SetSteering(nil, b, tag)
+		kind, cerr := Classify(b)
+		badTag := tag != "" && (!strings.HasPrefix(tag, "#"+SteeringTag+":") || strings.ContainsAny(tag, "\r\n"))
+		switch {
+		case badTag:
+			if !errors.Is(err, ErrTag) {
+				t.Fatalf("tag %q: error %v", tag, err)
+			}
+			return
+		case cerr != nil:
+			if err == nil || err.Error() != cerr.Error() {
+				t.Fatalf("Classify: %v; SetSteering: %v", cerr, err)
+			}
+			return
+		case kind == Media:
+			if !errors.Is(err, ErrMedia) {
+				t.Fatalf("media playlist: error %v", err)
+			}
+			return
+		case kind == NotPlaylist:
+			if !errors.Is(err, ErrNotPlaylist) {
+				t.Fatalf("not a playlist: error %v", err)
+			}
+			return
+		case err != nil:
+			t.Fatalf("a multivariant playlist: %v", err)
+		}
+		if want := refSet(b, tag); !bytes.Equal(out, want) {
+			t.Fatalf("SetSteering(%q, %q)\n= %q\nwant %q", b, tag, out, want)
+		}
+		again, err := SetSteering(nil, out, tag)
+		if tag == "" && !hasOtherMultivariant(b) {
+			if k, err := Classify(out); k != NotPlaylist || !errors.Is(err, ErrEmpty) {
+				t.Fatalf("the steering tags removed from %q: %v, %v", b, k, err)
+			}
+			return
+		}
+		if k, err := Classify(out); k != Multivariant || err != nil {
+			t.Fatalf("output %q classifies as %v, %v", out, k, err)
+		}
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("set twice: %v\n%q\nonce\n%q", err, again, out)
+		}
+		removed, err1 := SetSteering(nil, b, "")
+		setRemoved, err2 := SetSteering(nil, out, "")
+		if err1 != nil || err2 != nil || !bytes.Equal(removed, setRemoved) {
+			t.Fatalf("removing after setting: %v %v\n%q\nremoving\n%q", err1, err2, setRemoved, removed)
+		}
+		if bytes.Equal(b, removed) && tag != "" {
+			// With no tag to replace, removing then setting is setting.
+			if fromRemoved, err := SetSteering(nil, removed, tag); err != nil || !bytes.Equal(fromRemoved, out) {
+				t.Fatalf("setting after removing: %v\n%q\nsetting\n%q", err, fromRemoved, out)
+			}
+		}
+	})
+}
+
+// FuzzWithBackups: WithBackups never panics; it refuses what Variants
+// refuses; otherwise its output is the input with one run of lines
+// inserted, classifies as the input did, and lists the input's variants
+// and then each variant's backups, first backups first, with no
+// PATHWAY-ID and the same STABLE-VARIANT-ID.
+func FuzzWithBackups(f *testing.F) {
+	for _, b := range seeds(f) {
+		f.Add(b, "https://edge-2.example/", "https://edge-3.example/", uint8(0x1b))
+	}
+	f.Add([]byte("#EXTM3U\n#EXT-X-STREAM-INF:PATHWAY-ID=\"a\"\nu"), "b/", "c/", uint8(2))
+	f.Fuzz(func(t *testing.T, b []byte, p1, p2 string, counts uint8) {
+		calls := 0
+		backup := func(uri string) []string {
+			n := int(counts>>(2*(calls%4))) & 3 // 0 to 3 backups, by variant
+			calls++
+			return []string{p1 + uri, p2 + uri, "third/" + uri}[:n]
+		}
+		out, err := WithBackups(nil, b, backup)
+		in, verr := Variants(b)
+		if verr != nil {
+			if err == nil || err.Error() != verr.Error() {
+				t.Fatalf("Variants: %v; WithBackups: %v", verr, err)
+			}
+			return
+		}
+		calls = 0
+		bad := false
+		for _, v := range in {
+			bs := backup(v.URI)
+			for _, u := range bs[:min(2, len(bs))] {
+				bad = bad || !refURILine(u)
+			}
+		}
+		calls = 0
+		if bad != errors.Is(err, ErrBackup) || !bad && err != nil {
+			t.Fatalf("backups bad %v; WithBackups: %v", bad, err)
+		}
+		if bad {
+			return
+		}
+		if len(out) < len(b) {
+			t.Fatalf("output shorter than the input\n%q\n%q", b, out)
+		}
+		k, _ := Classify(b)
+		if k2, err := Classify(out); k2 != k || err != nil {
+			t.Fatalf("output classifies as %v, %v; input %v", k2, err, k)
+		}
+		// One contiguous insertion: b = out's prefix and suffix.
+		p := 0
+		for p < len(b) && out[p] == b[p] {
+			p++
+		}
+		if !bytes.Equal(out[len(out)-(len(b)-p):], b[p:]) {
+			t.Fatalf("not one insertion into the input\n%q\n%q", b, out)
+		}
+		calls = 0
+		want := slices.Clone(in)
+		var second []Variant
+		for _, v := range in {
+			bs := backup(v.URI)
+			if len(bs) > 0 {
+				want = append(want, Variant{URI: bs[0], StableID: v.StableID})
+			}
+			if len(bs) > 1 {
+				second = append(second, Variant{URI: bs[1], StableID: v.StableID})
+			}
+		}
+		want = append(want, second...)
+		got, err := Variants(out)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("variants of the output: %v\n%q\nwant\n%q", err, got, want)
+		}
+	})
+}
