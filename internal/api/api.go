@@ -57,6 +57,8 @@ const (
 	StoreUnavailable Code = "store_unavailable"
 	Closing          Code = "closing"
 	Internal         Code = "internal"
+	BadQuery         Code = "bad_query" // a query byte no request target may hold
+	Canceled         Code = "canceled"  // the front's fetch ended with its player's request
 )
 
 // StatusOf is the HTTP status of a refusal with code c: the one mapping from
@@ -93,6 +95,16 @@ func StatusOf(c Code) int {
 		return http.StatusServiceUnavailable
 	case Internal:
 		return http.StatusInternalServerError
+	case BadQuery:
+		return http.StatusBadRequest
+	case Canceled:
+		return http.StatusBadGateway
+	}
+	// The front's origin failing, timing out, or answering what is no
+	// playlist (internal/front/origin): a bad gateway, never a playlist
+	// without variants.
+	if strings.HasPrefix(string(c), "origin_") {
+		return http.StatusBadGateway
 	}
 	// Every other refusal code of the text: bytes that read and break a
 	// rule (policy_invalid, record_invalid, wrong_room, room_invalid, ...).

@@ -311,7 +311,22 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	if len(order) > 3 {
 		order = order[:3]
 	}
-	out, err := hls.WithBackups(nil, b, func(uri string) []string {
+	// The viewer's own pathway, the first of its order, carries its
+	// variants; the next two carry the backups. Each is made from the URI
+	// the origin wrote.
+	written := map[string]string{}
+	own, err := hls.RewriteVariants(nil, b, func(uri string) string {
+		u := f.onPathway(base, uri, order[0], st)
+		written[u] = uri
+		return u
+	})
+	if err != nil {
+		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
+	}
+	out, err := hls.WithBackups(nil, own, func(uri string) []string {
+		if orig, ok := written[uri]; ok {
+			uri = orig
+		}
 		var us []string
 		for _, p := range order[1:] {
 			if u := f.onPathway(base, uri, p, st); u != "" {

@@ -14,9 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/store"
+	"github.com/waisteer/waisteer/verify"
 )
 
 // The front (issue 13): the station seed's line added to a multivariant
@@ -60,7 +63,7 @@ func newFrontEnv(t *testing.T, c pool.Config) *frontEnv {
 	e := &poolEnv{t: t, loads: store.NewLoads(), logs: &syncBuffer{}}
 	srv, err := New(context.Background(), Config{
 		Pools: []pool.Config{c}, OperatorToken: testToken,
-		Front: &FrontConfig{Origin: og, Playlists: []FrontPlaylist{{Path: "/hls/"}, {Path: "/dash/live.mpd"}}},
+		Front:  &FrontConfig{Origin: og, Playlists: []FrontPlaylist{{Path: "/hls/"}, {Path: "/dash/live.mpd"}}},
 		Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
 	}, store.NewMemory(), e.loads)
 	if err != nil {
@@ -221,5 +224,120 @@ func TestFrontSpread(t *testing.T) {
 	}
 	if moved["a"] != 0 {
 		t.Errorf("%d viewers still sent to a while it is down", moved["a"])
+	}
+}
+
+// TestFrontBackups: a player that fails over between variants but does
+// not steer gets its own playlist (the OTT seed's backup variants): each
+// variant on the first pathway of its order, then on the second, then the
+// third, with the variants' attributes, and no steering line; the same
+// session gets the same playlist.
+func TestFrontBackups(t *testing.T) {
+	e := newFrontEnv(t, seedPool(nil, nil))
+	port := e.ts.URL[strings.LastIndexByte(e.ts.URL, ':'):]
+	resp, b := e.get("/hls/live.m3u8", "Mozilla/5.0 (SMART-TV; Linux; Tizen 2.4.0)")
+	if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") != "private, no-store" {
+		t.Fatalf("%d %q %s", resp.StatusCode, resp.Header.Get("Cache-Control"), b)
+	}
+	// Which order? The session is not in the playlist; the hosts say.
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var hosts []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
+			u, _ := url.Parse(l)
+			hosts = append(hosts, strings.TrimSuffix(u.Host, port)+u.Path)
+		}
+	}
+	if len(hosts) != 6 || strings.Contains(string(b), "CONTENT-STEERING") {
+		t.Fatalf("want 2 variants × 3 pathways and no steering line:\n%s", b)
+	}
+	host := func(p string) string {
+		if p == "bunny" {
+			return "kettle-cdn.example"
+		}
+		return p + ".edges.example"
+	}
+	// The seed's pool: edge-1 and edge-2 in some order, then bunny.
+	var order []string
+	for _, h := range []string{hosts[0], hosts[2], hosts[4]} {
+		order = append(order, strings.SplitN(h, "/", 2)[0])
+	}
+	if order[2] != host("bunny") || order[0] == order[1] {
+		t.Fatalf("the pathways %v: want both edges, then bunny", order)
+	}
+	for i, want := range []string{"/hls/low/index.m3u8", "/hls/high/index.m3u8"} {
+		for k := range 3 {
+			if got := hosts[2*k+i]; got != order[k]+want {
+				t.Errorf("variant %d on pathway %d: %s, want %s%s", i, k, got, order[k], want)
+			}
+		}
+	}
+	if n := strings.Count(string(b), "#EXT-X-STREAM-INF:BANDWIDTH=1280000,RESOLUTION=640x360\n"); n != 3 {
+		t.Errorf("the low variant's attributes appear %d times, want 3", n)
+	}
+}
+
+// TestFrontEnergyRoom: a playlist steered by an energy room carries §8.2's
+// tag and its MPD §8.3's element, byte for byte as decision.HLSTag and
+// decision.DASHElement write them; a player that cannot steer is sent to
+// the first pathway of a decision made and stored for it, whose URI rides
+// in WAI-Decision and verifies (§9).
+func TestFrontEnergyRoom(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, false)
+	e.stop()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "hls"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hls", "live.m3u8"), []byte(frontMultivariant), 0o644)
+	os.WriteFile(filepath.Join(dir, "hls", "live.mpd"), []byte(frontMPD), 0o644)
+	og, err := origin.New(dir, origin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := map[string]string{}
+	for _, id := range e.sc.Policy.IDs() {
+		bases[id] = "http://" + id + ".cdn.example"
+	}
+	e.start(func(c *Config) {
+		c.Front = &FrontConfig{Origin: og, Bases: bases, Playlists: []FrontPlaylist{{Path: "/hls/", Room: e.sc.Room.ID().String()}}}
+	})
+	e.postRecords(e.sc.Records, http.StatusOK)
+	_, b := e.get("/hls/live.m3u8")
+	want := strings.Replace(frontMultivariant, "#EXT-X-VERSION:7\n", "#EXT-X-VERSION:7\n"+decision.HLSTag(e.sc.Policy)+"\n", 1)
+	if string(b) != want {
+		t.Errorf("the room's playlist:\n%s\nwant\n%s", b, want)
+	}
+	_, b = e.get("/hls/live.mpd")
+	if wantMPD := strings.Replace(frontMPD, "  <Period", "  "+decision.DASHElement(e.sc.Policy)+"\n  <Period", 1); string(b) != wantMPD {
+		t.Errorf("the room's MPD:\n%s\nwant\n%s", b, wantMPD)
+	}
+	req, _ := http.NewRequest("GET", e.ts.URL+"/hls/live.m3u8", nil)
+	req.Header.Set("User-Agent", "Lavf/60.16.100")
+	noFollow := &http.Client{Transport: e.ts.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, dec := resp.Header.Get("Location"), resp.Header.Get("WAI-Decision")
+	if resp.StatusCode != http.StatusFound || dec == "" {
+		t.Fatalf("ffmpeg: %d, Location %q, WAI-Decision %q", resp.StatusCode, loc, dec)
+	}
+	raw := e.fetch(path(t, dec))
+	d, err := decision.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.sc.Policy.Pathways[d.Priority[0]].ID
+	if !strings.HasPrefix(loc, bases[first]+"/hls/live.m3u8?wai_session=") {
+		t.Errorf("sent to %q, the decision's first is %s", loc, first)
+	}
+	in := verify.Input{Descriptor: e.sc.Room.DescriptorBytes, KeyLogHead: e.sc.Room.HeadBytes, Policy: e.sc.PolicyBytes, Decision: raw}
+	for _, pw := range d.Pathways {
+		for _, h := range pw.Records {
+			in.Records = append(in.Records, e.fetch("/v1/records/"+h.String()))
+		}
+	}
+	if _, err := verify.Verify(in); err != nil {
+		t.Errorf("the redirect's decision does not verify: %v", err)
 	}
 }

@@ -374,3 +374,26 @@ func TestBackupsAsHlsjsReadsThem(t *testing.T) {
 		t.Errorf("a copy with PATHWAY-ID: hls.js pathway %q, want merged", p[3])
 	}
 }
+
+// TestRewriteVariants: each variant's URI line is replaced, and nothing
+// else (an I-frame variant's and a rendition's URIs included); a URI the
+// function keeps stays as it came, CR LF and all.
+func TestRewriteVariants(t *testing.T) {
+	in := "#EXTM3U\r\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"en\",URI=\"audio.m3u8\"\r\n#EXT-X-STREAM-INF:BANDWIDTH=1000,AUDIO=\"a\"\r\nlow.m3u8\r\n#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=100,URI=\"iframe.m3u8\"\r\n#EXT-X-STREAM-INF:BANDWIDTH=2000\r\nkeep.m3u8\r\n"
+	want := "#EXTM3U\r\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"en\",URI=\"audio.m3u8\"\r\n#EXT-X-STREAM-INF:BANDWIDTH=1000,AUDIO=\"a\"\r\nhttp://edge.example/low.m3u8\r\n#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=100,URI=\"iframe.m3u8\"\r\n#EXT-X-STREAM-INF:BANDWIDTH=2000\r\nkeep.m3u8\r\n"
+	got, err := RewriteVariants(nil, []byte(in), func(u string) string {
+		if u == "keep.m3u8" {
+			return ""
+		}
+		return "http://edge.example/" + u
+	})
+	if err != nil || string(got) != want {
+		t.Fatalf("%v\n%q\nwant\n%q", err, got, want)
+	}
+	if _, err := RewriteVariants(nil, []byte(in), func(string) string { return "bad\nuri" }); err == nil {
+		t.Error("a URI with a line break was written")
+	}
+	if _, err := RewriteVariants(nil, []byte("#EXTM3U\n#EXTINF:1,\na.ts\n"), func(string) string { return "x" }); err == nil {
+		t.Error("a media playlist was rewritten")
+	}
+}

@@ -285,3 +285,40 @@ func WithBackups(dst, b []byte, backup func(uri string) []string) ([]byte, error
 	}
 	return append(dst, b[last:]...), nil
 }
+
+// RewriteVariants returns the multivariant playlist b with each variant's
+// URI (the URI line of each EXT-X-STREAM-INF) replaced by uri of it, or
+// kept where uri gives ""; every other byte as it came. The front puts a
+// viewer's variants on the first pathway of its order with it, before
+// WithBackups adds the next two.
+func RewriteVariants(dst, b []byte, uri func(string) string) ([]byte, error) {
+	s, err := multivariant(b)
+	if err != nil {
+		return dst, err
+	}
+	var stack [16]variant
+	vs := stack[:0]
+	if err := variants(b, s, func(v *variant) error {
+		vs = append(vs, *v)
+		return nil
+	}); err != nil {
+		return dst, err
+	}
+	all := string(b)
+	prev := 0
+	for i := range vs {
+		v := &vs[i]
+		old := all[v.uri.start:v.uri.end]
+		nu := uri(old)
+		if nu == "" {
+			continue
+		}
+		if why := checkBackup(nu); why != "" {
+			return dst, errAt(0, ErrBackup, fmt.Sprintf("the URI of variant %d (%.60q): %s", i+1, old, why))
+		}
+		dst = append(dst, b[prev:v.uri.start]...)
+		dst = append(dst, nu...)
+		prev = v.uri.end
+	}
+	return append(dst, b[prev:]...), nil
+}
