@@ -1,18 +1,21 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/front/origin"
@@ -339,5 +342,76 @@ func TestFrontEnergyRoom(t *testing.T) {
 	}
 	if _, err := verify.Verify(in); err != nil {
 		t.Errorf("the redirect's decision does not verify: %v", err)
+	}
+}
+
+// TestFrontConditional: the front's ETag is the origin's with the
+// steering line's digest in it; If-None-Match with it is answered 304 (the
+// origin's validator passed back), and a change of the line changes it.
+func TestFrontConditional(t *testing.T) {
+	e := newFrontEnv(t, seedPool(nil, nil))
+	resp, _ := e.get("/hls/live.m3u8", chrome)
+	etag := resp.Header.Get("ETag")
+	if etag == "" || !strings.Contains(etag, "-ws") || !strings.Contains(resp.Header.Get("Vary"), "User-Agent") {
+		t.Fatalf("ETag %q, Vary %q", etag, resp.Header.Get("Vary"))
+	}
+	req, _ := http.NewRequest("GET", e.ts.URL+"/hls/live.m3u8", nil)
+	req.Header.Set("User-Agent", chrome)
+	req.Header.Set("If-None-Match", etag)
+	r2, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusNotModified || r2.Header.Get("ETag") != etag {
+		t.Errorf("If-None-Match %s: %d, ETag %q", etag, r2.StatusCode, r2.Header.Get("ETag"))
+	}
+	// Media playlists keep the origin's own ETag.
+	if resp, _ := e.get("/hls/low/index.m3u8", chrome); strings.Contains(resp.Header.Get("ETag"), "-ws") {
+		t.Errorf("a media playlist's ETag was changed: %q", resp.Header.Get("ETag"))
+	}
+}
+
+// TestFrontOriginFails: an origin that refuses, hangs or answers too much
+// gives a 502 naming why, never a playlist without variants (issue 13,
+// "Bad input").
+func TestFrontOriginFails(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "#EXTM3U\n")
+		w.Write(bytes.Repeat([]byte("#EXT-X-STREAM-INF:BANDWIDTH=1\nx.m3u8\n"), 100_000))
+	}))
+	t.Cleanup(big.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	for _, c := range []struct{ base, code string }{
+		{hang.URL, "origin_timeout"}, {big.URL, "origin_too_large"}, {closedURL, "origin_unreachable"},
+	} {
+		og, err := origin.New(c.base, origin.Options{Timeout: 300 * time.Millisecond, MaxBytes: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := New(context.Background(), Config{Pools: []pool.Config{seedPool(nil, nil)},
+			Front:  &FrontConfig{Origin: og, Playlists: []FrontPlaylist{{Path: "/hls/"}}},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.NewMemory(), store.NewLoads())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		start := time.Now()
+		req := httptest.NewRequest("GET", "/hls/live.m3u8", nil)
+		req.Header.Set("User-Agent", chrome)
+		srv.ServeHTTP(w, req)
+		if w.Code != http.StatusBadGateway || !strings.Contains(w.Body.String(), `"`+c.code+`"`) || time.Since(start) > 2*time.Second {
+			t.Errorf("%s: %d %s after %v, want 502 %s", c.code, w.Code, w.Body, time.Since(start), c.code)
+		}
+		srv.Close(context.Background())
 	}
 }
