@@ -33,9 +33,10 @@
 // look the element up by name among MPD's children wherever it is.
 //
 // When white space with a line ending follows MPD's start tag, the element
-// is written after the document's line ending (that of its first line) and
-// the indentation of the first child (the spaces and tabs that begin its
-// line); otherwise it is written directly after the start tag. An element
+// is written as a line of its own at the start of the next line, with the
+// indentation of the first child (the spaces and tabs that begin its line)
+// and the document's line ending (that of its first line); otherwise it is
+// written directly after the start tag. An element
 // that stands alone on its line is removed with its line; any other, alone.
 //
 // The element given is one ContentSteering element, unprefixed, self-closing
@@ -190,40 +191,103 @@ func attrAt(b []byte, i int) (name []byte, vs, ve, end int, err error) {
 	return b[i:ne], vs, ve, ve + 1, nil
 }
 
-// attr finds the attribute of the given name in the well-formed tag t.
-func attr(b []byte, t tag, name []byte) ([]byte, bool) {
+// eachAttr calls f with each attribute of the well-formed tag t, in order,
+// until f returns false.
+func eachAttr(b []byte, t tag, f func(name, value []byte) bool) {
 	j := t.nameEnd
 	for {
 		for isSpace(b[j]) {
 			j++
 		}
 		if b[j] == '>' || b[j] == '/' {
-			return nil, false
+			return
 		}
 		n, vs, ve, end, _ := attrAt(b, j)
-		if bytes.Equal(n, name) {
-			return b[vs:ve], true
+		if !f(n, b[vs:ve]) {
+			return
 		}
 		j = end
 	}
 }
 
-// namespaceOf is the namespace t's prefix (or its default namespace) is
-// bound to on t itself or else, when scope is not nil, on scope.
-func namespaceOf(b []byte, t tag, scope *tag) ([]byte, bool) {
-	n := t.name(b)
-	decl := []byte("xmlns")
+// prefix is the prefix of the element name n, or nil.
+func prefix(n []byte) []byte {
 	if i := bytes.IndexByte(n, ':'); i >= 0 {
-		decl = append(decl, ':')
-		decl = append(decl, n[:i]...)
+		return n[:i]
 	}
-	if v, ok := attr(b, t, decl); ok {
-		return v, true
+	return nil
+}
+
+// binding finds, among t's attributes, the declaration of prefix p (xmlns:p),
+// or of the default namespace (xmlns) when p is empty. A declaration made
+// twice is an error (XML 1.0 §3.1: an attribute appears once in a tag);
+// readers differ on which one counts.
+func binding(b []byte, t tag, p []byte) (v []byte, ok bool, err error) {
+	eachAttr(b, t, func(n, value []byte) bool {
+		if len(p) == 0 && string(n) == "xmlns" ||
+			len(p) > 0 && len(n) == len("xmlns:")+len(p) && string(n[:6]) == "xmlns:" && bytes.Equal(n[6:], p) {
+			if ok {
+				err = errAt(t.start, ErrXML, fmt.Sprintf("%s declared twice", n))
+				return false
+			}
+			v, ok = value, true
+		}
+		return true
+	})
+	return v, ok, err
+}
+
+// scope is the namespace declarations of MPD, read once, when the first
+// child asks for them, so that many children cost one pass over MPD's
+// attributes rather than one each.
+type scope struct {
+	b     []byte
+	mpd   tag
+	read  bool
+	def   []byte            // xmlns, when declared
+	decls map[string][]byte // by prefix
+	twice map[string]bool   // prefixes declared twice
+}
+
+func (s *scope) lookup(p []byte) ([]byte, bool, error) {
+	if len(p) == 0 { // MPD's default namespace, read by root already
+		return binding(s.b, s.mpd, nil)
 	}
-	if scope != nil {
-		return attr(b, *scope, decl)
+	if !s.read {
+		s.read = true
+		eachAttr(s.b, s.mpd, func(n, v []byte) bool {
+			if !bytes.HasPrefix(n, []byte("xmlns:")) {
+				return true
+			}
+			if s.decls == nil {
+				s.decls = map[string][]byte{}
+			}
+			if _, seen := s.decls[string(n[6:])]; seen {
+				if s.twice == nil {
+					s.twice = map[string]bool{}
+				}
+				s.twice[string(n[6:])] = true
+			}
+			s.decls[string(n[6:])] = v
+			return true
+		})
 	}
-	return nil, false
+	if s.twice[string(p)] {
+		return nil, false, errAt(s.mpd.start, ErrXML, fmt.Sprintf("xmlns:%s declared twice", p))
+	}
+	v, ok := s.decls[string(p)]
+	return v, ok, nil
+}
+
+// inMPDNamespace reports whether the child t of MPD is in the MPD namespace:
+// its prefix, or its default namespace, bound so on t or else on MPD.
+func inMPDNamespace(b []byte, t tag, s *scope) (bool, error) {
+	p := prefix(t.name(b))
+	v, ok, err := binding(b, t, p)
+	if err == nil && !ok {
+		v, ok, err = s.lookup(p)
+	}
+	return ok && string(v) == Namespace, err
 }
 
 func localName(n []byte) []byte {
@@ -324,7 +388,11 @@ func root(b []byte) (tag, error) {
 	if !bytes.Equal(localName(t.name(b)), []byte("MPD")) {
 		return t, errAt(i, ErrNotMPD, fmt.Sprintf("the root element is %.40q", t.name(b)))
 	}
-	if ns, ok := namespaceOf(b, t, nil); !ok || string(ns) != Namespace {
+	ns, ok, err := binding(b, t, prefix(t.name(b)))
+	if err != nil {
+		return t, err
+	}
+	if !ok || string(ns) != Namespace {
 		return t, errAt(i, ErrNotMPD, fmt.Sprintf("MPD is in namespace %.60q, not %s", ns, Namespace))
 	}
 	return t, nil
@@ -347,6 +415,7 @@ type span struct{ start, end int }
 func children(b []byte, mpd tag, found []span) ([]span, int, error) {
 	var open [maxDepth]span // the names of the elements open below MPD
 	depth := 0
+	sc := scope{b: b, mpd: mpd}
 	steering := -1 // where the ContentSteering child being read began
 	i := mpd.end
 	for {
@@ -390,7 +459,11 @@ func children(b []byte, mpd tag, found []span) ([]span, int, error) {
 			return found, 0, err
 		}
 		if depth == 0 && bytes.Equal(localName(t.name(b)), []byte("ContentSteering")) {
-			if ns, ok := namespaceOf(b, t, &mpd); ok && string(ns) == Namespace {
+			in, err := inMPDNamespace(b, t, &sc)
+			if err != nil {
+				return found, 0, err
+			}
+			if in {
 				if t.selfClosing {
 					found = append(found, span{t.start, t.end})
 				} else {
@@ -439,9 +512,10 @@ func checkEnd(b []byte, i int) error {
 
 // checkElement checks e, returning where its end tag begins (-1 when it is
 // self-closing).
-func checkElement(e string) (int, error) {
-	b := []byte(e)
-	bad := func(detail string) (int, error) { return 0, errAt(-1, ErrElement, fmt.Sprintf("%.60q: %s", e, detail)) }
+func checkElement(b []byte) (int, error) {
+	bad := func(detail string) (int, error) {
+		return 0, errAt(-1, ErrElement, fmt.Sprintf("%.60q: %s", b, detail))
+	}
 	if len(b) == 0 || b[0] != '<' {
 		return bad("not a start tag")
 	}
@@ -519,8 +593,12 @@ func removal(b []byte, s span) span {
 func SetSteering(dst, b []byte, element string) ([]byte, error) {
 	endTagAt := -1
 	if element != "" {
+		// Checked where it will be written, which spares a copy.
+		n := len(dst)
+		dst = slices.Grow(dst, len(b)+2*len(element)+32)
 		var err error
-		if endTagAt, err = checkElement(element); err != nil {
+		endTagAt, err = checkElement(append(dst, element...)[n:])
+		if err != nil {
 			return dst, err
 		}
 	}
@@ -546,12 +624,16 @@ func SetSteering(dst, b []byte, element string) ([]byte, error) {
 
 	// The element with MPD's prefix when MPD's default namespace is not
 	// the MPD namespace.
+	def, ok, err := binding(b, mpd, nil)
+	if err != nil {
+		return dst, err
+	}
+	var prefix []byte
+	if !ok || string(def) != Namespace {
+		n := mpd.name(b)
+		prefix = n[:bytes.IndexByte(n, ':')+1]
+	}
 	write := func(dst []byte) []byte {
-		var prefix []byte
-		if ns, ok := attr(b, mpd, []byte("xmlns")); !ok || string(ns) != Namespace {
-			n := mpd.name(b)
-			prefix = n[:bytes.IndexByte(n, ':')+1]
-		}
 		if len(prefix) == 0 {
 			return append(dst, element...)
 		}
@@ -569,21 +651,28 @@ func SetSteering(dst, b []byte, element string) ([]byte, error) {
 		if element == "" {
 			return append(dst, b...), nil
 		}
-		dst = append(dst, b[:mpd.end]...)
 		ws := mpd.end
 		for ws < len(b) && isSpace(b[ws]) {
 			ws++
 		}
-		if lf := bytes.LastIndexByte(b[mpd.end:ws], '\n'); lf >= 0 {
-			dst = append(dst, lineEnding(b)...)
-			for _, c := range b[mpd.end+lf+1 : ws] {
-				if c == ' ' || c == '\t' {
-					dst = append(dst, c)
-				}
+		first := bytes.IndexByte(b[mpd.end:ws], '\n')
+		if first < 0 {
+			dst = append(dst, b[:mpd.end]...)
+			dst = write(dst)
+			return append(dst, b[mpd.end:]...), nil
+		}
+		// A line of its own at the start of the line after MPD's start tag,
+		// so that removing it gives back the bytes as they were.
+		at := mpd.end + first + 1
+		dst = append(dst, b[:at]...)
+		for _, c := range b[mpd.end+bytes.LastIndexByte(b[mpd.end:ws], '\n')+1 : ws] {
+			if c == ' ' || c == '\t' {
+				dst = append(dst, c)
 			}
 		}
 		dst = write(dst)
-		return append(dst, b[mpd.end:]...), nil
+		dst = append(dst, lineEnding(b)...)
+		return append(dst, b[at:]...), nil
 	}
 	copied := 0
 	for k, f := range found {

@@ -63,11 +63,18 @@
 //     steering tag) plays the pathway "." and, on a failure, moves to the
 //     next pathway of that order. So the primaries are ".", the first
 //     backups "..", the second "...", whatever the order of the variants
-//     within each copy.
-//   - Media3 sorts a variant group by bitrate with a stable sort and picks,
-//     among equal bitrates, the one listed first that is not excluded; a
-//     failed variant is excluded for a minute. Primaries first again gives
-//     primary, first backup, second backup.
+//     within each copy. An hls.js built or configured without that controller
+//     (contentSteeringController unset) keeps every copy as a level of its
+//     ladder, and its choice by bandwidth, which scans the ladder from the
+//     top (abr-controller.ts, findBestLevel), can take the last of equal
+//     levels, a second backup: the redundant streams need the controller,
+//     even where the playlist carries no steering tag.
+//   - Media3 (BaseTrackSelection) sorts a group's formats by bitrate with
+//     Java's stable sort, and its adaptive selection takes the first that is
+//     not excluded; a variant whose playlist fails is excluded for a minute.
+//     Among equal bitrates that is the order listed again: primary, first
+//     backup, second backup. (Whether Media3's own content steering, when a
+//     playlist carries a steering tag, changes this has not been read.)
 //
 // Copies drop PATHWAY-ID because hls.js treats a variant that repeats
 // another's attributes with the same PATHWAY-ID as the same variant and
