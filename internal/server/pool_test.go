@@ -693,15 +693,22 @@ func TestPoolBadEdgesNeverStall(t *testing.T) {
 		},
 	}
 	e := newPoolEnv(t, testToken, c)
-	var worst time.Duration
-	end := time.Now().Add(3500 * time.Millisecond)
+	// A steering request that waited for a check would wait for its
+	// timeout (400 ms) at each check of the slow edge, once a second: six
+	// late requests or more in 6 s. The machine's own pauses (the race
+	// detector, other tests) may make one or two late.
+	var n, late int
+	end := time.Now().Add(6 * time.Second)
 	for time.Now().Before(end) {
 		start := time.Now()
 		e.steer("/api/v1/steering")
-		worst = max(worst, time.Since(start))
+		n++
+		if time.Since(start) > 300*time.Millisecond {
+			late++
+		}
 	}
-	if worst > 200*time.Millisecond {
-		t.Errorf("a manifest took %v while the checks ran", worst)
+	if late > 2 {
+		t.Errorf("%d of %d manifests took over 300 ms while the checks ran", late, n)
 	}
 	waitFor(t, 3*time.Second, "every bad edge down", func() bool {
 		v := e.view()
