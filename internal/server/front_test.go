@@ -176,6 +176,14 @@ func TestFrontRedirect(t *testing.T) {
 	if strings.Contains(forged.Header.Get("Location"), "00112233445566778899aabbccddeeff") {
 		t.Errorf("a forged session was kept: %s", forged.Header.Get("Location"))
 	}
+	e.get("/hls/live.m3u8", chrome) // one that steers
+	_, mb := e.do("GET", "/metrics", "", nil)
+	for _, want := range []string{`waisteer_front_opens_total{class="redirect",family="ffmpeg"}`, `waisteer_front_opens_total{class="steers",family="chrome"} 1`,
+		`waisteer_front_opens_total{class="redirect",family="none"}`, "waisteer_front_steering_share 0.", "waisteer_front_redirects_total"} {
+		if !strings.Contains(string(mb), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	var st FrontStatus
 	resp, b := e.do("GET", "/v1/front/status", "", http.Header{"Authorization": {"Bearer " + testToken}})
 	if resp.StatusCode != 200 || json.Unmarshal(b, &st) != nil || st.ByClass["redirect"] < 6 || st.Redirects < 6 {
