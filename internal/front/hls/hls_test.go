@@ -191,6 +191,7 @@ func TestVariants(t *testing.T) {
 		{"#EXTM3U\n#EXT-X-STREAM-INF:A=,B=1\nu\n", "hls: line 2: a bad variant: attribute list, byte 3: an empty value"},
 		{"#EXTM3U\n#EXT-X-STREAM-INF:=1\nu\n", "hls: line 2: a bad variant: attribute list, byte 1: an attribute name expected"},
 		{"#EXTM3U\n#EXT-X-STREAM-INF:A\nu\n", "hls: line 2: a bad variant: attribute list, byte 2: '=' expected"},
+		{"#EXTM3U\n#EXT-X-STREAM-INF:A=\r,PATHWAY-ID=\"p\"\nu\n", "hls: line 2: a bad variant: attribute list, byte 3: control byte 0x0d"},
 		{"#EXTM3U\n#EXTINF:1,\ns.ts\n", "hls: a media playlist, which is never changed"},
 	} {
 		if _, err := Variants([]byte(c.in)); err == nil || err.Error() != c.err {

@@ -33,6 +33,13 @@ func attrs(b []byte, start, end, n int, v *variant) error {
 	bad := func(at int, what string) error {
 		return errAt(n, ErrVariant, fmt.Sprintf("attribute list, byte %d: %s", at-start+1, what))
 	}
+	// No attribute value holds a control byte (rfc8216bis-22 §4.2); a bare
+	// CR left at the end of a copy's line would join its line ending.
+	for i := start; i < end; i++ {
+		if c := b[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return bad(i, fmt.Sprintf("control byte %#02x", c))
+		}
+	}
 	seenPathway, seenStable := false, false
 	prevEnd := -1 // the end of the previous attribute's value
 	for i := start; i < end; {
