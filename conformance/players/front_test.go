@@ -404,3 +404,145 @@ func TestFFmpegThroughTheFront(t *testing.T) {
 	fmt.Fprintf(&b, "  ffmpeg with the first session: to %s", edge3.id)
 	t.Log(b.String())
 }
+
+// backupHosts reads a multivariant playlist of backup variants: the hosts
+// of its variants' URIs, in the order listed (the primary first, then the
+// first backup, then the second, internal/front/hls's layout).
+func backupHosts(body []byte) []string {
+	var hosts []string
+	lines := strings.Split(string(body), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "#EXT-X-STREAM-INF:") && i+1 < len(lines) {
+			if u, err := url.Parse(strings.TrimSpace(lines[i+1])); err == nil {
+				hosts = append(hosts, u.Host)
+			}
+		}
+	}
+	return hosts
+}
+
+// TestHLSjsBackupsThroughTheFront shows the OTT seed's backup variants
+// with a player that fails over between variants but does not steer
+// (issue 13, "Real clients on loopback"): hls.js with its content-steering
+// controller switched off opens the front's playlist for a pool of three
+// clones with the query flag that makes it a backup-variant player. The
+// front serves the variant on the viewer's first edge, then on the next
+// two of its order; hls.js plays from the first; when that edge's server
+// stops, it plays on from its first backup, the next of its order.
+func TestHLSjsBackupsThroughTheFront(t *testing.T) {
+	tl := requireTools(t)
+	began := time.Now()
+	m := makeMedia(t, tl.ffmpeg)
+	m.epoch = time.Now().Add(-30 * time.Second)
+	fs := newFrontSetup("hlsbackup", 8)
+
+	hits := &hitLog{}
+	servers := map[string]*httpServer{}
+	for _, e := range fs.edges {
+		servers[e.id] = serve(t, e.ip+":"+pathwayPort, hits.logged(e.id, false, m.contentHandler(fs)))
+	}
+	org := serve(t, "127.0.0.1:0", hits.logged("origin", false, m.contentHandler(fs)))
+	flog := startFront(t, fs, "http://"+org.addr, true)
+	time.Sleep(2 * poolCheckEvery) // the pool's first checks: every edge up
+
+	ws := startChromium(t, tl.chromium)
+	src := fs.frontURL() + "?waisteer_mode=backup"
+	d := startDriver(t, tl.node, ws, []pageRun{{Name: fs.name, URL: "http://" + fs.ip + "/pages/hlsjs-backup.html?src=" + url.QueryEscape(src)}})
+	snapshot := func() *observed { return &observed{hits: hits.all(), lines: d.all()} }
+	started := time.Now()
+
+	// The playlist as served: three copies of the variant, on three
+	// different edges, edge-1 first (its weight, as in the ffmpeg test).
+	var served []string
+	var order []pathwaySpec
+	deadline := time.Now().Add(30 * time.Second)
+	for len(served) == 0 && time.Now().Before(deadline) {
+		for _, h := range flog.all() {
+			if h.Path == fs.playlistPath() && h.Status == http.StatusOK {
+				served = backupHosts(h.Body)
+				t.Logf("the front's playlist for hls.js:\n%s", h.Body)
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, host := range served {
+		if e, ok := fs.edgeAt(host); ok && !slices.ContainsFunc(order, func(p pathwaySpec) bool { return p.id == e.id }) {
+			order = append(order, e)
+		}
+	}
+	if len(served) != 3 || len(order) != 3 || order[0].id != "edge-1" {
+		t.Fatalf("the front's playlist of backups names the hosts %v, not edge-1's then the other two edges' (%v)", served, fs.edges)
+	}
+
+	// Phase 1: hls.js plays from the playlist's edges.
+	var o *observed
+	for o = snapshot(); ; o = snapshot() {
+		segs := o.segments(fs.name, "", time.Time{}, time.Time{})
+		if len(segs) >= 4 && o.played(fs.name, started, time.Now()) >= 3 {
+			break
+		}
+		if time.Since(started) > 60*time.Second {
+			t.Fatalf("hls.js did not play 3 s from the front's playlist within 60 s: %d segments\n%s", len(segs), o.diagnose())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	// hls.js 1.7.4 without its steering controller does not keep to the
+	// first copy (README.md): the edge to kill is the one it plays from.
+	segs := o.segments(fs.name, "", time.Time{}, time.Time{})
+	var from []string
+	for _, s := range segs {
+		if len(from) == 0 || from[len(from)-1] != s.Server {
+			from = append(from, s.Server)
+		}
+	}
+	playing := slices.IndexFunc(order, func(p pathwaySpec) bool { return p.id == segs[len(segs)-1].Server })
+	if playing < 0 {
+		t.Fatalf("hls.js plays from %s, which the playlist does not list", segs[len(segs)-1].Server)
+	}
+	primary := order[playing]
+	t.Logf("before the kill, hls.js took its segments from %v (the playlist's order %s, %s, %s)", from, order[0].id, order[1].id, order[2].id)
+
+	// Phase 2: the primary's server stops.
+	killed := time.Now()
+	servers[primary.id].stop()
+	for o = snapshot(); ; o = snapshot() {
+		segs := o.segments(fs.name, "", killed, time.Time{})
+		if time.Since(killed) > 8*time.Second && len(segs) >= 4 && o.played(fs.name, killed, time.Now()) >= 4 {
+			break
+		}
+		if time.Since(killed) > 40*time.Second {
+			t.Fatalf("hls.js did not play on 4 s within 40 s of %s's stop: %d segments since\n%s", primary.id, len(segs), o.diagnose())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	tEnd := time.Now()
+	d.stop(t)
+	o = snapshot()
+	segs = o.segments(fs.name, "", killed, tEnd)
+	next := segs[0].Server
+	for _, s := range segs {
+		if s.Server == primary.id || s.Server != next {
+			t.Errorf("segment %d came from %s after %s stopped; hls.js moved to %s first", s.seg, s.Server, primary.id, next)
+		}
+	}
+	at := slices.IndexFunc(order, func(p pathwaySpec) bool { return p.id == next })
+	if at < 0 {
+		t.Errorf("hls.js moved to %s, which the playlist does not list", next)
+	}
+	move := segs[0].Start.Sub(killed)
+	if move > 10*time.Second {
+		t.Errorf("the first segment from another edge came %v after the kill", move.Round(time.Millisecond))
+	}
+	if p := o.played(fs.name, tEnd.Add(-3*time.Second), tEnd); p < 1 {
+		t.Errorf("played %.1f s in the last 3 s", p)
+	}
+	for _, h := range flog.all() {
+		if h.Path == fs.playlistPath() && h.Start.After(killed) {
+			t.Errorf("hls.js asked the front again after the kill: it should fail over within the playlist it has")
+		}
+	}
+	stall := o.stall(fs.name, killed, tEnd)
+	t.Logf("hls.js without steering, on backup variants: order %s, %s, %s; killed %s (copy %d), moved to %s (copy %d) %s later; longest stall %s; run of %v",
+		order[0].id, order[1].id, order[2].id, primary.id, playing+1, next, at+1, roundMs(move), roundMs(stall), time.Since(began).Round(time.Second))
+}
