@@ -134,6 +134,11 @@ func (pp *poolPage) applies(priority []string) string {
 // FNV-1a 64-bit hash of the pathway ID, mix SplitMix64's output function;
 // then the listed edges of weight 0 in the order written.
 func rendezvousOrder(session [16]byte, edges []pathwaySpec, listed func(id string) bool) []string {
+	return rendezvousOrderOf(session, edges, poolWeights, listed)
+}
+
+// rendezvousOrderOf is rendezvousOrder over edges of the given weights.
+func rendezvousOrderOf(session [16]byte, edges []pathwaySpec, weights map[string]uint32, listed func(id string) bool) []string {
 	mix := func(z uint64) uint64 {
 		z += 0x9e3779b97f4a7c15
 		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
@@ -153,7 +158,7 @@ func rendezvousOrder(session [16]byte, edges []pathwaySpec, listed func(id strin
 		if !listed(e.id) {
 			continue
 		}
-		w := poolWeights[e.id]
+		w := weights[e.id]
 		if w == 0 {
 			last = append(last, e.id)
 			continue
