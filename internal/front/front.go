@@ -165,6 +165,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, api.Errorf(api.MethodNotAllowed, "%s is not answered here; use GET, HEAD", r.Method))
 		return
 	}
+	// Playlists are public, as the steering manifest is: a player in a
+	// page on another origin may read them.
+	w.Header().Set("Access-Control-Allow-Origin", "*")
 	class, family := f.agents.classify(r.Header.Get("User-Agent"))
 	query, forced := stripMode(r.URL.RawQuery)
 	switch forced {

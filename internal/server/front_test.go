@@ -105,8 +105,8 @@ func TestFrontSteeringLine(t *testing.T) {
 	e := newFrontEnv(t, seedPool(nil, nil))
 	resp, b := e.get("/hls/live.m3u8", chrome)
 	want := strings.Replace(frontMultivariant, "#EXT-X-VERSION:7\n", "#EXT-X-VERSION:7\n#EXT-X-CONTENT-STEERING:SERVER-URI=\"/api/v1/steering\",PATHWAY-ID=\".\"\n", 1)
-	if resp.StatusCode != 200 || string(b) != want {
-		t.Errorf("the multivariant playlist: %d\n%s\nwant\n%s", resp.StatusCode, b, want)
+	if resp.StatusCode != 200 || string(b) != want || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("the multivariant playlist: %d (ACAO %q)\n%s\nwant\n%s", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), b, want)
 	}
 	if _, b := e.get("/hls/low/index.m3u8", chrome); string(b) != frontMedia {
 		t.Errorf("the media playlist was changed:\n%s", b)
