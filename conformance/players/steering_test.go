@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/policy"
@@ -79,7 +80,7 @@ type steering struct {
 // startSteering starts waisteer in-process, on the bbolt store as `serve`
 // uses it, with a room per page whose policy names the pathways, and
 // gives each room its first period of records.
-func startSteering(t *testing.T, log *hitLog) *steering {
+func startSteering(t *testing.T, log *hitLog, originURL string) *steering {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,7 +109,17 @@ func startSteering(t *testing.T, log *hitLog) *steering {
 	}
 	t.Cleanup(func() { st.Close() })
 	logger := slog.New(slog.NewTextHandler(&logWriter{t: t, prefix: "waisteer: "}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(context.Background(), server.Config{Rooms: rcs, Clock: s.clock.now, Logger: logger}, st, store.NewLoads())
+	// The content descriptions are served by waisteer's front, which adds
+	// each room's tag and element (§8.2, §8.3) to the origin's (issue 13).
+	og, err := origin.New(originURL, origin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &server.FrontConfig{Origin: og}
+	for _, pg := range pages {
+		fc.Playlists = append(fc.Playlists, server.FrontPlaylist{Path: "/content/" + pg.name + "/", Room: s.rooms[pg.name].Room.ID().String()})
+	}
+	srv, err := server.New(context.Background(), server.Config{Rooms: rcs, Front: fc, Clock: s.clock.now, Logger: logger}, st, store.NewLoads())
 	if err != nil {
 		t.Fatalf("starting waisteer: %v", err)
 	}
