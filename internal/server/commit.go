@@ -61,23 +61,20 @@ func newCommitter(st store.Store, interval time.Duration, m *metrics, log *slog.
 	return &committer{st: st, interval: interval, metrics: m, log: log, in: newInbox[*commitJob](maxGroup), done: make(chan struct{})}
 }
 
-// commit hands a decision to the committer and waits until it is durable.
-// The caller counted itself in pending before deciding; commit counts it
-// out. When ctx ends first, the decision may still be committed; the job
-// is then left to the garbage collector, since the committer will still
-// answer on it.
-func (c *committer) commit(ctx context.Context, j *commitJob) error {
+// commit hands a decision to the committer and waits until it is durable,
+// or until the store refused its group. The caller counted itself in
+// pending before deciding; commit counts it out. A decision handed over is
+// in a group whatever its client does, so commit waits for the group's
+// outcome even when the client has gone (ctx is not read): a decision
+// stored is answered and counted as stored, never as store_unavailable
+// (issue 14), and the job is free for reuse once commit returns.
+func (c *committer) commit(_ context.Context, j *commitJob) error {
 	sent := c.in.send(j)
 	c.pending.Add(-1)
 	if !sent {
 		return errClosed
 	}
-	select {
-	case err := <-j.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return <-j.done
 }
 
 // close stops taking decisions; run commits those already handed over and

@@ -220,6 +220,7 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 		return nil, session, "", aerr
 	}
 	if err := s.commits.commit(ctx, &x.job); err != nil {
+		x.release()
 		return nil, session, "", err
 	}
 	d := &x.d

@@ -116,7 +116,8 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	// The manifest goes out only once its decision is durable: it names
 	// the decision's URI (§8.4), where an auditor must find it.
 	if err := s.commits.commit(r.Context(), &x.job); err != nil {
-		// The committer may still hold the job: x is not reused.
+		// The committer has answered (or never took) the job.
+		x.release()
 		s.unavailable(w, h, api.Errorf(api.StoreUnavailable, "the decision could not be stored: %v", err))
 		return
 	}

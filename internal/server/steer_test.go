@@ -413,3 +413,31 @@ func TestPrune(t *testing.T) {
 	resp, b = e.get("/v1/records/" + evidence.NamedDigest(e.sc.Records[0]).String())
 	wantError(t, "pruned record", resp, b, http.StatusNotFound, "not_found")
 }
+
+// TestCancelledAfterCommit: a player that leaves while its decision's
+// group is being written does not make a stored decision count as
+// store_unavailable (issue 14): the request is answered 200 and counted
+// so, and the decision is in the store.
+func TestCancelledAfterCommit(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, true)
+	e.st.delay.Store(int64(300 * time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/v1/steer", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := e.ts.Client().Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the request was answered %d before the write ended", resp.StatusCode)
+	}
+	waitFor(t, 3*time.Second, "the decision stored", func() bool { return e.st.decisions.Load() == 1 })
+	waitFor(t, 3*time.Second, "the request counted", func() bool {
+		_, b := e.get("/metrics")
+		return strings.Contains(string(b), `waisteer_http_requests_total{route="steer",code="200"} 1`)
+	})
+	_, b := e.get("/metrics")
+	if strings.Contains(string(b), `waisteer_http_requests_total{route="steer",code="503"}`) {
+		t.Errorf("a stored decision was counted as a 503:\n%s", b)
+	}
+}
