@@ -160,6 +160,11 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, api.Errorf(api.NotFound, "the front serves no playlist at %q", r.URL.Path))
 		return
 	}
+	f.Serve(w, r, st)
+}
+
+// Serve answers a request of a path Match gave st for.
+func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		api.WriteError(w, api.Errorf(api.MethodNotAllowed, "%s is not answered here; use GET, HEAD", r.Method))

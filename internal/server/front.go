@@ -235,9 +235,9 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 }
 
 // serveFront answers a path of the front.
-func (s *Server) serveFront(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveFront(w http.ResponseWriter, r *http.Request, st front.Steering) {
 	s.count(routeFront, w, r, func(w http.ResponseWriter, r *http.Request) {
-		s.front.ServeHTTP(w, r)
+		s.front.Serve(w, r, st)
 	})
 }
 

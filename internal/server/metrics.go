@@ -311,7 +311,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("# HELP waisteer_pathway_up 1 while a room's pathway passes its health checks; only pathways with a check URL.\n# TYPE waisteer_pathway_up gauge\n")
 	for _, h := range hubs {
 		for _, id := range h.state.Load().ids {
-			if hs, err := h.pathwayHealth(id); err == nil {
+			if hs, ok := h.pathwayHealth(id); ok {
 				v := 0
 				if hs.Up {
 					v = 1

@@ -286,7 +286,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 			Joules: ev.Joules.String(), Delivery: ev.Delivery.String(),
 			Rank: int(rk.r.Rank(i)), Records: len(ev.Records),
 		}
-		if hs, err := h.pathwayHealth(id); err == nil {
+		if hs, ok := h.pathwayHealth(id); ok {
 			ps.Health = healthView(hs)
 		}
 		var load uint32

@@ -131,7 +131,7 @@ func (ph *poolHub) check(c pool.Config) error {
 	if ph.checker != nil {
 		return ph.checker.Update(st, targets)
 	}
-	if len(targets) == 0 && ph.checker == nil {
+	if len(targets) == 0 {
 		// A checker is made once an edge has a check_url; a reload may
 		// add one later.
 		return nil

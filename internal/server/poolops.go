@@ -37,6 +37,25 @@ func poolPathFree(path string) error {
 	return nil
 }
 
+// checkPools checks pools before any is opened: each name once, each
+// path free of the server's own routes, each configuration by its rules.
+func checkPools(cfgs []pool.Config) error {
+	seen := map[string]bool{}
+	for i, c := range cfgs {
+		if seen[c.Name] {
+			return fmt.Errorf("pool %d: the name %q is another pool's", i, c.Name)
+		}
+		seen[c.Name] = true
+		if err := poolPathFree(c.Path); err != nil {
+			return fmt.Errorf("pool %d: %w", i, err)
+		}
+		if probs := c.Check(); len(probs) > 0 {
+			return fmt.Errorf("pool %d: %s: %s", i, probs[0].Key, probs[0].Rule)
+		}
+	}
+	return nil
+}
+
 // poolEdges matches a path to a pool's operator routes: P/edges, and what
 // follows it.
 func (t *routeTable) poolEdges(path string) (*poolHub, string, bool) {
@@ -164,14 +183,10 @@ func (s *Server) poolView(ctx context.Context, ph *poolHub) PoolView {
 	c := ph.p.Config()
 	v := PoolView{Pool: ph.name, Path: c.Path, Enabled: ph.p.Enabled(), TTLs: c.TTL, Assign: c.Assign, Edges: []EdgeView{}}
 	edges := ph.p.Edges()
-	firsts := poolFirsts(ph.p)
 	loads, _ := s.loads.Snapshot(ctx, ph.id, len(edges), s.clock())
 	for i, e := range edges {
 		ev := EdgeView{Pathway: e.Pathway, Host: e.Host, Weight: e.Weight, Checked: e.Checked, Drained: e.Drained,
-			Health: HealthView{Up: e.Up}}
-		if i < len(firsts) {
-			ev.First = firsts[i]
-		}
+			Health: HealthView{Up: e.Up}, First: e.First}
 		if i < len(loads) {
 			ev.Sessions = loads[i]
 		}
@@ -212,21 +227,15 @@ func (s *Server) ReloadPools(ctx context.Context, cfgs []pool.Config) error {
 	for _, ph := range s.poolsSorted() {
 		old[ph.name] = ph
 	}
+	if err := checkPools(cfgs); err != nil {
+		return err
+	}
 	var key [16]byte
 	var next []*poolHub
 	var fresh []*poolHub
 	seen := map[string]bool{}
 	for i, c := range cfgs {
-		if seen[c.Name] {
-			return fmt.Errorf("pool %d: the name %q is another pool's", i, c.Name)
-		}
 		seen[c.Name] = true
-		if err := poolPathFree(c.Path); err != nil {
-			return fmt.Errorf("pool %d: %w", i, err)
-		}
-		if probs := c.Check(); len(probs) > 0 {
-			return fmt.Errorf("pool %d: %s: %s", i, probs[0].Key, probs[0].Rule)
-		}
 		if ph, ok := old[c.Name]; ok {
 			next = append(next, ph)
 			continue
@@ -379,11 +388,8 @@ func (s *Server) writePoolMetrics(ctx context.Context, b *bytes.Buffer) {
 	}
 	b.WriteString("# HELP waisteer_pool_manifests_total Manifests a pool served, by the edge they put first.\n# TYPE waisteer_pool_manifests_total counter\n")
 	for _, r := range rows {
-		firsts := poolFirsts(r.ph.p)
-		for i, e := range r.edges {
-			if i < len(firsts) {
-				fmt.Fprintf(b, "waisteer_pool_manifests_total{pool=%q,first=%q} %d\n", r.ph.name, e.Pathway, firsts[i])
-			}
+		for _, e := range r.edges {
+			fmt.Fprintf(b, "waisteer_pool_manifests_total{pool=%q,first=%q} %d\n", r.ph.name, e.Pathway, e.First)
 		}
 	}
 	b.WriteString("# HELP waisteer_pool_sessions Live sessions of a pool, by the edge their latest manifest put first.\n# TYPE waisteer_pool_sessions gauge\n")
@@ -411,14 +417,4 @@ func healthView(st health.Status) *HealthView {
 		v.Since = &t
 	}
 	return v
-}
-
-// poolFirsts is each edge's count of manifests that put it first.
-func poolFirsts(p *pool.Pool) []uint64 {
-	es := p.Edges()
-	out := make([]uint64, len(es))
-	for i, e := range es {
-		out[i] = e.First
-	}
-	return out
 }

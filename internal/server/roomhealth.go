@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -204,20 +203,13 @@ func downList(p *policy.Policy, down map[string]bool) []string {
 	return out
 }
 
-// errNoChecks is Status's for a room with no checks.
-var errNoChecks = errors.New("no checks")
-
-// pathwayHealth is a pathway's health for the room's status, or
-// errNoChecks.
-func (h *hub) pathwayHealth(id string) (health.Status, error) {
+// pathwayHealth is a pathway's health, and false for a pathway with no
+// check URL.
+func (h *hub) pathwayHealth(id string) (health.Status, bool) {
 	if h.health == nil {
-		return health.Status{}, errNoChecks
+		return health.Status{}, false
 	}
-	st, ok := h.health.checker.Status(id)
-	if !ok {
-		return health.Status{}, errNoChecks
-	}
-	return st, nil
+	return h.health.checker.Status(id)
 }
 
 // operatorPolicy is the operator's policy of the room.

@@ -176,19 +176,14 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		}
 	}
 	if len(cfg.Pools) > 0 {
+		if err := checkPools(cfg.Pools); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
 		key, err := s.poolKey(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
-		names := map[string]bool{}
 		for i, c := range cfg.Pools {
-			if names[c.Name] {
-				return nil, fmt.Errorf("server: pool %d: the name %q is another pool's", i, c.Name)
-			}
-			names[c.Name] = true
-			if err := poolPathFree(c.Path); err != nil {
-				return nil, fmt.Errorf("server: pool %d: %w", i, err)
-			}
 			ph, err := s.openPool(c, key)
 			if err != nil {
 				return nil, fmt.Errorf("server: pool %d: %w", i, err)
@@ -450,8 +445,8 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.front != nil {
-		if _, ok := s.front.Match(path); ok {
-			s.serveFront(w, r)
+		if st, ok := s.front.Match(path); ok {
+			s.serveFront(w, r, st)
 			return
 		}
 	}
