@@ -38,6 +38,7 @@ func runBench(e *env, args []string) error {
 	fs.IntVar(&o.Players, "players", o.Players, "players (sessions) of each load, shared among its connections")
 	pathways := fs.String("pathways", "3,32", "the rooms' counts of pathways, comma-separated")
 	engines := fs.String("engines", strings.Join(o.Engines, ","), "the server's HTTP `engines` (serve's http.engine), comma-separated: fasthttp, net/http")
+	engine := fs.String("engine", "", "the one HTTP `engine` to measure: the same as -engines with one")
 	fs.StringVar(&o.Generator, "generator", o.Generator, "the saturated phases' load `generator`: wrk (Debian's wrk, one thread), go (bench's own), or auto (wrk where it is on PATH)")
 	fs.DurationVar(&o.Soak, "soak", 0, "instead of the phases, serve at half its saturated rate with its hops posting for this `duration`, with a line each minute")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
@@ -61,6 +62,9 @@ func runBench(e *env, args []string) error {
 			return err
 		}
 		o.Engines = nil
+		if *engine != "" {
+			*engines = *engine
+		}
 		for f := range strings.SplitSeq(*engines, ",") {
 			o.Engines = append(o.Engines, strings.TrimSpace(f))
 		}

@@ -54,9 +54,9 @@ func (r *benchReport) write(w io.Writer) {
 	// The table of issue 14.
 	fmt.Fprintln(w, "Issue 14's table: saturated, closed loop; latency at saturation; CPU of the server's process per request")
 	row := func(name string, conns int, s *benchServed) {
-		fmt.Fprintf(w, "  %-58s %5d %9s/s %10s %10s %10s   %4.2f\n", name, conns, benchRate(s.rate), benchDur(s.pct[0]), benchDur(s.pct[1]), benchDur(s.cpu), s.busy)
+		fmt.Fprintf(w, "  %-62s %5d %9s/s %10s %10s %10s   %4.2f\n", name, conns, benchRate(s.rate), benchDur(s.pct[0]), benchDur(s.pct[1]), benchDur(s.cpu), s.busy)
 	}
-	fmt.Fprintf(w, "  %-58s %5s %11s %10s %10s %10s   %s\n", "server", "conns", "req/s", "p50", "p99", "CPU/req", "core busy")
+	fmt.Fprintf(w, "  %-62s %5s %11s %10s %10s %10s   %s\n", "server", "conns", "req/s", "p50", "p99", "CPU/req", "core busy")
 	row("(b) plain net/http, fixed manifest", hc, &r.plain)
 	for _, room := range r.rooms {
 		row(fmt.Sprintf("(c) signing floor: net/http signing %d B, storing nothing", len(room.msg)), hc, room.floorSat[hc])
@@ -82,7 +82,7 @@ func (r *benchReport) write(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "At half the saturated rate (paced by the Go generator from each request's due time, %d connections)\n", hc)
 	half := func(name string, s *benchServed) {
-		fmt.Fprintf(w, "  %-58s %9s/s  p50 %10s  p99 %10s  p999 %10s\n", name, benchRate(s.rate), benchDur(s.pct[0]), benchDur(s.pct[1]), benchDur(s.pct[2]))
+		fmt.Fprintf(w, "  %-62s %9s/s  p50 %10s  p99 %10s  p999 %10s\n", name, benchRate(s.rate), benchDur(s.pct[0]), benchDur(s.pct[1]), benchDur(s.pct[2]))
 	}
 	half("(b) plain net/http, fixed manifest", &r.plainHalf)
 	for _, room := range r.rooms {
@@ -141,7 +141,7 @@ func (r *benchReport) write(w io.Writer) {
 			lost++
 			mark = "LOST"
 		}
-		fmt.Fprintf(w, "  %-58s %8d / %8d / %8d  failed %d  %s\n", name, c.stored, c.answered, c.received, failed, mark)
+		fmt.Fprintf(w, "  %-62s %8d / %8d / %8d  failed %d  %s\n", name, c.stored, c.answered, c.received, failed, mark)
 	}
 	for _, run := range runs {
 		for _, c := range o.Conns {
