@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -176,13 +177,18 @@ func TestWrkPaths(t *testing.T) {
 }
 
 // TestWrkScript drives an httptest server with wrk and the generated
-// script, where wrk is installed (bench falls back to the Go generator
-// where it is not): every path requested in turn, and the 404s counted
-// as failures.
+// script, where wrk is installed: every path requested in turn, and the
+// 404s counted as failures. Where it is not, -generator wrk is refused
+// (auto falls back to the Go generator).
 func TestWrkScript(t *testing.T) {
 	path, err := exec.LookPath("wrk")
 	if err != nil {
-		t.Skip("wrk is not on PATH")
+		o := NewOptions(true)
+		o.Generator = GeneratorWrk
+		if err := Run(context.Background(), io.Discard, io.Discard, o); err == nil || !strings.Contains(err.Error(), "-generator wrk") {
+			t.Errorf("-generator wrk without wrk: %v", err)
+		}
+		return
 	}
 	var seen sync.Map
 	var n404 atomic.Uint64
@@ -223,7 +229,12 @@ func TestWrkScript(t *testing.T) {
 func TestPinSelf(t *testing.T) {
 	p := newBenchPin()
 	if !p.on {
-		t.Skip("fewer than 2 cores, or no taskset")
+		// Nothing pinned: the children run as they are.
+		cmd := exec.Command("/bin/true", "x")
+		if p.wrap(cmd, "0") != cmd || p.pinSelf() != nil {
+			t.Errorf("a machine that cannot pin pinned")
+		}
+		return
 	}
 	before, err := getAffinity()
 	if err != nil {
