@@ -42,6 +42,7 @@ func (r *benchReport) write(w io.Writer) {
 	if r.wrk {
 		fmt.Fprintln(w, "             wrk replays each player's RELOAD-URI (its session) with an HLS report (_HLS_pathway, _HLS_throughput);")
 		fmt.Fprintln(w, "             the Go generator's players (half-rate phases): half HLS, half DASH; a quarter with CMCD; 1 in 8 at the floor tier")
+		fmt.Fprintln(w, "             over a phase's turns, wrk's p50 is the mean of the turns' (by answers), its p99 and p999 the worst turn's")
 	} else {
 		fmt.Fprintln(w, "             players: half HLS, half DASH reports; a quarter with CMCD (query or header); 1 in 8 at the floor tier")
 	}

@@ -100,7 +100,11 @@ func (l *benchLoad) writeWrkScript(dir string) (string, error) {
 func (b *bencher) runWrk(ctx context.Context, addr, script string, conns int, d time.Duration) (benchPhase, time.Duration, error) {
 	secs := max(1, int((d+time.Second/2)/time.Second))
 	args := []string{"-t1", "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(secs) + "s", "--timeout", "10s", "-s", script, "http://" + addr + "/"}
-	cmd := b.pin.wrap(exec.CommandContext(ctx, b.wrk, args...), b.pin.loadCores())
+	name := b.wrk
+	if b.pin.on {
+		name, args = b.pin.taskset, append([]string{"-c", b.pin.loadCores(), b.wrk}, args...)
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr, cmd.Dir = &out, &errb, filepath.Dir(script)
 	if err := cmd.Run(); err != nil {
