@@ -30,16 +30,19 @@ func init() {
 }
 
 func runBench(e *env, args []string) error {
-	fs := newFlags(e, "bench", "[-quick] [-d DURATION] [-clients N] [-players N] [-pathways 3,32] [-engine fasthttp|net/http] [-profile DIR]")
+	fs := newFlags(e, "bench", "[-quick] [-soak DURATION] [-d DURATION] [-conns 64,256] [-players N] [-pathways 3,32] [-engines fasthttp,net/http] [-generator auto|wrk|go] [-profile DIR]")
 	o := bench.NewOptions(false) // the flags' defaults
 	fs.DurationVar(&o.Duration, "d", o.Duration, "the `duration` of each measured phase")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "the `duration` of the warm-up before the phases of each server")
-	fs.IntVar(&o.Clients, "clients", o.Clients, "concurrent clients, each one keep-alive connection: enough that the group commit, not the clients, bounds the rate")
-	fs.IntVar(&o.Players, "players", o.Players, "players (sessions), shared among the clients")
+	conns := fs.String("conns", "64,256", "the saturated phases' counts of keep-alive connections, comma-separated; the least is also paced at half rate")
+	fs.IntVar(&o.Players, "players", o.Players, "players (sessions) of each load, shared among its connections")
 	pathways := fs.String("pathways", "3,32", "the rooms' counts of pathways, comma-separated")
+	engines := fs.String("engines", strings.Join(o.Engines, ","), "the server's HTTP `engines` (serve's http.engine), comma-separated: fasthttp, net/http")
+	engine := fs.String("engine", "", "the one HTTP `engine` to measure: the same as -engines with one")
+	fs.StringVar(&o.Generator, "generator", o.Generator, "the saturated phases' load `generator`: wrk (Debian's wrk, one thread), go (bench's own), or auto (wrk where it is on PATH)")
+	fs.DurationVar(&o.Soak, "soak", 0, "instead of the phases, serve at half its saturated rate with its hops posting for this `duration`, with a line each minute")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
-	engine := fs.String("engine", o.Engine, "the server's HTTP `engine` (serve's http.engine): fasthttp or net/http")
-	quick := fs.Bool("quick", false, "a smoke run of a few seconds: short phases, few clients, 3 pathways")
+	quick := fs.Bool("quick", false, "a run of under a minute: phases of about a second, 64 connections, 3 pathways, both engines")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,24 +50,45 @@ func runBench(e *env, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *quick {
-		o = bench.NewOptions(true)
+		q := bench.NewOptions(true)
+		q.Generator, q.Soak = o.Generator, o.Soak
+		o = q
 	} else {
-		o.Pathways = nil
-		for f := range strings.SplitSeq(*pathways, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return usagef("-pathways: %q is not a count", f)
-			}
-			o.Pathways = append(o.Pathways, n)
+		var err error
+		if o.Pathways, err = benchCounts("-pathways", *pathways); err != nil {
+			return err
+		}
+		if o.Conns, err = benchCounts("-conns", *conns); err != nil {
+			return err
+		}
+		o.Engines = nil
+		if *engine != "" {
+			*engines = *engine
+		}
+		for f := range strings.SplitSeq(*engines, ",") {
+			o.Engines = append(o.Engines, strings.TrimSpace(f))
 		}
 	}
-	o.Profile, o.Engine = *profile, *engine
+	o.Profile = *profile
 	if err := o.Finish(); err != nil {
 		return usagef("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return bench.Run(ctx, e.stdout, e.stderr, o)
+}
+
+// benchCounts reads a comma-separated list of counts.
+func benchCounts(flag, list string) ([]int, error) {
+	var ns []int
+	for f := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, usagef("%s: %q is not a count", flag, f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
 }
 
 func runBenchServe(e *env, args []string) error {

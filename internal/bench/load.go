@@ -248,10 +248,14 @@ func (l *benchLoad) read(p *benchPlayer, m []byte) error {
 
 // benchPhase is what one phase of load measured.
 type benchPhase struct {
-	answered  uint64 // 200s
-	failed    uint64
-	elapsed   time.Duration
-	latencies []time.Duration // paced phases: from each request's due time
+	answered uint64 // 200s
+	failed   uint64
+	elapsed  time.Duration
+	// latencies are from each request's due time when paced, from its
+	// sending in a closed loop; pct are their p50, p99 and p999 (wrk's own
+	// when wrk drove the phase).
+	latencies []time.Duration
+	pct       [3]time.Duration
 	firstErr  error
 }
 
@@ -285,6 +289,8 @@ func (l *benchLoad) run(ctx context.Context, d time.Duration, rate float64) benc
 			var ph benchPhase
 			if rate > 0 {
 				ph.latencies = make([]time.Duration, 0, int(d/max(interval, 1))+1)
+			} else {
+				ph.latencies = make([]time.Duration, 0, 1024)
 			}
 			due := start.Add(time.Duration(ci) * interval / time.Duration(clients))
 			for k := ci; ctx.Err() == nil; k += clients {
@@ -298,6 +304,8 @@ func (l *benchLoad) run(ctx context.Context, d time.Duration, rate float64) benc
 					}
 				} else if !now.Before(deadline) {
 					break
+				} else {
+					due = now
 				}
 				p := l.players[k%len(l.players)]
 				l.request(c, p)
@@ -319,9 +327,7 @@ func (l *benchLoad) run(ctx context.Context, d time.Duration, rate float64) benc
 				} else {
 					ph.answered++
 					l.answered.Add(1)
-					if rate > 0 {
-						ph.latencies = append(ph.latencies, time.Since(due))
-					}
+					ph.latencies = append(ph.latencies, time.Since(due))
 				}
 				if rate > 0 {
 					due = due.Add(interval)
@@ -343,7 +349,37 @@ func (l *benchLoad) run(ctx context.Context, d time.Duration, rate float64) benc
 		total.elapsed = d
 	}
 	slices.Sort(total.latencies)
+	total.pct = [3]time.Duration{quantile(total.latencies, 0.50), quantile(total.latencies, 0.99), quantile(total.latencies, 0.999)}
 	return total
+}
+
+// prime has every player ask once, so that each has its session's
+// RELOAD-URI (wrk replays those).
+func (l *benchLoad) prime(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(l.conns))
+	for ci, c := range l.conns {
+		wg.Go(func() {
+			for k := ci; k < len(l.players) && ctx.Err() == nil; k += len(l.conns) {
+				p := l.players[k]
+				l.request(c, p)
+				status, body, err := c.roundTrip()
+				if err == nil && status != 200 {
+					err = fmt.Errorf("status %d: %s", status, bytes.TrimSpace(body))
+				}
+				if err == nil {
+					err = l.read(p, body)
+				}
+				if err != nil {
+					errs[ci] = err
+					return
+				}
+				l.answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(append(errs, ctx.Err())...)
 }
 
 // quantile is the q-quantile of sorted latencies by nearest rank.

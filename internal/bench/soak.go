@@ -1,0 +1,141 @@
+package bench
+
+// `waisteer bench -soak D` (issue 14): serve behind fasthttp over a room of
+// 3 pathways on bbolt, at half its saturated rate, with its hops posting
+// each period's records, for D; a line each minute, and at the end whether
+// it erred, whether its p99 and its resident set held, what the store grew
+// by per decision, and how long it takes to start on that store.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/waisteer/waisteer/internal/serve"
+)
+
+// Goals of the soak.
+const (
+	benchSoakP99Stable = 2.0  // the largest minute's p99 over the median minute's
+	benchSoakRSSFlat   = 1.10 // the largest RSS over the least, minutes 2 to N
+)
+
+// benchMinute is one minute of the soak.
+type benchMinute struct {
+	answered, failed   uint64
+	p50, p99           time.Duration
+	rss, fileSize      int64
+	decisions, records uint64 // stored so far
+	firstErr           error
+}
+
+type benchSoak struct {
+	o                  Options
+	generator          string
+	pinned             bool
+	satRate, rate      float64
+	minute             time.Duration
+	minutes            []benchMinute
+	growth             float64 // the store's bytes per decision kept
+	decisions, records uint64  // over the soak
+	startup            *benchStartup
+}
+
+// soak runs the soak, writing each minute's line to w as it ends.
+func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
+	o := b.o
+	hc := o.halfConns()
+	b.o.Conns = []int{hc}
+	so := &benchSoak{o: o, generator: "the Go generator (paced)", pinned: b.pin.on, minute: min(time.Minute, o.Soak)}
+	r, err := newBenchRoom(3, o.Players)
+	if err != nil {
+		return nil, err
+	}
+	s, err := b.startReal(ctx, r, serve.EngineFast)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	srv := s.loads[hc]
+	short := min(o.Duration, 5*time.Second)
+	if err := b.saturate(ctx, short, srv); err != nil {
+		return nil, err
+	}
+	sat, err := b.served(srv)
+	if err != nil {
+		return nil, err
+	}
+	so.satRate, so.rate = sat.rate, sat.rate/2
+	fmt.Fprintf(w, "waisteer bench -soak %s, %s\n", o.Soak, time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "serve behind fasthttp, 3 pathways, bbolt; %s decisions/s saturated (%s, %d conns), so paced at %s/s by the Go generator; its hops post each period's records\n",
+		benchRate(so.satRate), short, hc, benchRate(so.rate))
+	if so.pinned {
+		fmt.Fprintln(w, "pinning: the server on core 0 (taskset -c 0), the generator on the other core(s)")
+	} else {
+		fmt.Fprintln(w, "pinning: none")
+	}
+	fmt.Fprintf(w, "%-7s %9s %7s %10s %10s %9s %12s %10s %8s\n", "minute", "answers", "errors", "p50", "p99", "RSS", "store bytes", "decisions", "records")
+	start, _ := settledCounts(s.c.addr)
+	file0 := benchFileSize(s.storeFile())
+	for k := 0; time.Duration(k)*so.minute < o.Soak && ctx.Err() == nil; k++ {
+		d := min(so.minute, o.Soak-time.Duration(k)*so.minute)
+		ph := srv.l.run(ctx, d, so.rate)
+		counts, _ := readCounts(s.c.addr)
+		m := benchMinute{answered: ph.answered, failed: ph.failed, p50: ph.pct[0], p99: ph.pct[1], rss: s.c.rss(), fileSize: benchFileSize(s.storeFile()),
+			decisions: counts.stored, records: counts.records, firstErr: ph.firstErr}
+		so.minutes = append(so.minutes, m)
+		fmt.Fprintf(w, "%-7d %9d %7d %10s %10s %5.0f MiB %12d %10d %8d\n", k+1, m.answered, m.failed, benchDur(m.p50), benchDur(m.p99), float64(m.rss)/(1<<20), m.fileSize, m.decisions, m.records)
+		if m.firstErr != nil {
+			fmt.Fprintf(w, "        first error: %v\n", m.firstErr)
+		}
+	}
+	end, _ := settledCounts(s.c.addr)
+	so.decisions, so.records = end.stored-start.stored, end.records-start.records
+	run := &benchRealRun{}
+	if err := s.finish(run); err != nil {
+		return nil, err
+	}
+	if so.decisions > 0 {
+		so.growth = float64(run.fileSize-file0) / float64(so.decisions)
+	}
+	if so.startup, err = b.startup(ctx, filepath.Join(s.dir, "serve.toml"), r.path, s.storeFile()); err != nil {
+		return nil, fmt.Errorf("start-up: %w", err)
+	}
+	so.startup.decisions = run.stored
+	return so, ctx.Err()
+}
+
+func (so *benchSoak) write(w io.Writer) {
+	var failed uint64
+	var p99s []time.Duration
+	for _, m := range so.minutes {
+		failed += m.failed
+		p99s = append(p99s, m.p99)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Soak")
+	fmt.Fprintf(w, "  %-52s = %d (goal 0: %s)\n", "errors", failed, benchMet(failed == 0 && len(so.minutes) > 0))
+	sorted := slices.Clone(p99s)
+	slices.Sort(sorted)
+	if len(sorted) > 0 {
+		ratio := benchRatio(float64(sorted[len(sorted)-1]), float64(sorted[(len(sorted)-1)/2]))
+		fmt.Fprintf(w, "  %-52s = %.2f (goal <= %.2f: %s)\n", "p99 stable: the largest minute's / the median minute's", ratio, benchSoakP99Stable, benchMet(ratio <= benchSoakP99Stable))
+	}
+	if len(so.minutes) >= 3 {
+		lo, hi := so.minutes[1].rss, so.minutes[1].rss
+		for _, m := range so.minutes[1:] {
+			lo, hi = min(lo, m.rss), max(hi, m.rss)
+		}
+		ratio := benchRatio(float64(hi), float64(lo))
+		fmt.Fprintf(w, "  %-52s = %.2f (goal <= %.2f: %s)\n", "RSS flat: the largest / the least of minutes 2..N", ratio, benchSoakRSSFlat, benchMet(ratio <= benchSoakRSSFlat))
+	} else {
+		fmt.Fprintf(w, "  RSS flat: fewer than 3 minutes, not judged\n")
+	}
+	fmt.Fprintf(w, "  the store's growth per decision kept: %.0f bytes (%d decisions and %d records stored over the soak)\n", so.growth, so.decisions, so.records)
+	if st := so.startup; st != nil {
+		fmt.Fprintf(w, "  %-52s = %.2f s (goal <= 1 s: %s)\n", fmt.Sprintf("start-up on its store (%d decisions, %d bytes)", st.decisions, st.bytes), st.took.Seconds(), benchMet(st.took <= benchGoalStartup))
+	}
+}
