@@ -56,8 +56,8 @@
 // the table of loads (§6, store.Loads.Steer), so that the loads are exact
 // under concurrent requests; builds and signs the decision (§7.3); hands
 // the compacted decision to the group committer, which writes every
-// decision waiting in one durable write (under load, at most one write per
-// Config.CommitInterval); and writes the manifest only once its decision
+// decision waiting in one durable write (the next write starts as soon as
+// the last has returned); and writes the manifest only once its decision
 // is durable. A hop's records are likewise written with those of the
 // POSTs that arrive meanwhile. The
 // evidence, the ranks and the order are computed once per window and

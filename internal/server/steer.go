@@ -106,9 +106,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	}
 
 	x := steerings.Get().(*steering)
-	s.commits.pending.Add(1)
 	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
-		s.commits.pending.Add(-1)
 		x.release()
 		s.unavailable(w, h, aerr)
 		return
