@@ -24,7 +24,7 @@ func runDemo(e *env, args []string) error {
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "the `address` to serve on; port 0 picks a free one")
 	stopAfter := fs.Duration("for", 0, "stop by itself after this `duration` (0: serve until Ctrl-C)")
 	fs.StringVar(&o.Seed, "seed", "", "derive every key from this `text` instead of fresh randomness, so that a run can be repeated")
-	fs.StringVar(&o.Dir, "dir", "", "write the room's files, its keys and a configuration for waisteer serve into this `directory`, and keep the store there (default: nothing written, the store in memory)")
+	fs.StringVar(&o.Dir, "dir", "", "write the room's files, its keys and a configuration for waisteer serve into this `directory`, and keep the store there (default: nothing written; the store in a temporary directory, removed when the demo stops)")
 	fs.DurationVar(&o.EdgeStop, "edge-stop", demo.DefaultEdgeStop, "stop one of the pool's edges after this `duration`, to show which sessions move")
 	verbose := fs.Bool("v", false, "log the server's messages of level info too")
 	offline := fs.Bool("offline", false, "no server: write a room, a policy, records and one decision to -dir and verify them")

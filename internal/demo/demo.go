@@ -66,7 +66,7 @@ const (
 type Options struct {
 	Listen string // the address to serve on; port 0 picks a free one
 	Seed   string // derive every key from it, so that a run can be repeated; "" for fresh keys
-	Dir    string // write the room's files, keys and a serve.toml there and keep the store there; "" for none, in memory
+	Dir    string // write the room's files, keys and a serve.toml there and keep the store there; "" for a store in a temporary directory
 	// EdgeStop is when the demo stops one of its pool's edges; 0 is
 	// DefaultEdgeStop.
 	EdgeStop time.Duration
@@ -105,7 +105,21 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 			return err
 		}
 	}
-	st, loads, err := serve.OpenStore(dataDir, slog.New(slog.DiscardHandler))
+	storeDir := dataDir
+	if storeDir == "" {
+		// The demo runs on the embedded store, as serve does, in a
+		// directory of its own that it removes: an in-memory store kept
+		// every decision on the heap, and under load its garbage
+		// collection grew with them (issue 14).
+		tmp, err := os.MkdirTemp("", "waisteer-demo-")
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		storeDir = tmp
+	}
+	st, loads, err := serve.OpenStore(storeDir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		ln.Close()
 		return err
