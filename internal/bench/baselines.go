@@ -103,6 +103,33 @@ func benchBare(msg []byte, d time.Duration) time.Duration {
 	return (c1 - c0) / time.Duration(n)
 }
 
+// benchRecordCheck is the CPU time of what the records route does first with each
+// record, on one thread: parse it and check it (evidence.Record.Check, its
+// signature verified as COMPANION §2 has it). One core accepts at most one
+// record per this time, whatever else the route costs.
+func benchRecordCheck(raw []byte, room sig.Hash, d time.Duration) (time.Duration, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0, okc := threadCPU()
+	start := time.Now()
+	n := 0
+	for n%16 != 0 || time.Since(start) < d {
+		rec, err := evidence.ParseRecord(raw)
+		if err == nil {
+			err = rec.Check(room)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("the records' baseline: %w", err)
+		}
+		n++
+	}
+	c1, _ := threadCPU()
+	if !okc {
+		return time.Since(start) / time.Duration(n), nil
+	}
+	return (c1 - c0) / time.Duration(n), nil
+}
+
 // benchBareAll is benchBare on every core at once (GOMAXPROCS threads):
 // the CPU time of a signature when, as in the server at saturation, every
 // core is busy and shares its caches (and, with SMT, its execution units)

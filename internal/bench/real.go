@@ -50,6 +50,7 @@ type benchRoomRun struct {
 	floorSat                     map[int]*benchServed // (c) saturated
 	floorHalf                    benchServed
 	bare, bareAll                time.Duration // (a)
+	check                        time.Duration // a record's parse and check, its signature's verification
 }
 
 // benchRealRun is the real server behind one engine over one room.
@@ -230,6 +231,9 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 	}
 	children = nil
 	room.bare, room.bareAll = benchBare(room.msg, b.o.Bare), benchBareAll(room.msg, b.o.Bare)
+	if room.check, err = benchRecordCheck(r.record(0, 0, nil), r.sc.Room.ID(), b.o.Bare); err != nil {
+		return nil, err
+	}
 	return room, nil
 }
 

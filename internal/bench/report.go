@@ -166,6 +166,9 @@ func (r *benchReport) write(w io.Writer) {
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "Records in: POST /v1/rooms/{room}/records from %d hops at once, each record's signature checked, stored durably before the answer\n", o.IngestHops)
+	for _, room := range r.rooms {
+		fmt.Fprintf(w, "  (a') a record's parse and check (its signature verified), %d pathways' room, one thread: %s CPU: one core's ceiling %s records/s\n", room.n, benchDur(room.check), benchRate(1/room.check.Seconds()))
+	}
 	for _, run := range runs {
 		for _, in := range run.ingest {
 			fmt.Fprintf(w, "  %2d pathways, %2d records per POST: %s records/s, server CPU %s per record (%d records", run.n, in.batch, benchRate(in.rate), benchDur(in.cpu), in.records)
@@ -222,6 +225,9 @@ func (r *benchReport) write(w io.Writer) {
 		for _, in := range run.ingest {
 			if in.batch == 1 {
 				goal(fmt.Sprintf("records, %d pathways: records/s, 1 per POST from %d hops", run.n, o.IngestHops), in.rate, "", ">=", benchGoalRecords, in.rate >= benchGoalRecords && in.failed == 0)
+				if room := r.roomOf(run); room != nil && room.check > 0 {
+					fmt.Fprintf(w, "  %-62s   (that rate x a record's check (a') = %.2f of a core: one core can check %s records/s and do nothing else)\n", "", in.rate*room.check.Seconds(), benchRate(1/room.check.Seconds()))
+				}
 			}
 		}
 	}

@@ -156,23 +156,50 @@ type recordJob struct {
 
 // recordCommitter writes the records of the hops' POSTs in groups: the
 // POSTs that arrive while a write runs are written together by the next,
-// one durable write (PutRecords) for all of them. A POST alone is written
-// at once. A record given twice in a group is stored once, the later
-// answered as a duplicate, as if the POSTs had been written one by one.
+// one durable write (PutRecords) for all of them. A record given twice in a
+// group is stored once, the later answered as a duplicate, as if the POSTs
+// had been written one by one.
+//
+// A POST's records are checked (a signature each, the greatest cost of a
+// record) before they are handed over, and a write's cost is mostly its
+// own, not its records'. So a group also waits, up to recordPatience, for
+// the POSTs being checked when it would be written (checking counts them):
+// with one record per POST from many hops, a group of the few checked
+// during the last write paid for a write every few records (issue 14). A
+// POST alone is written at once.
 type recordCommitter struct {
-	st   store.Store
-	in   inbox[*recordJob]
-	done chan struct{}
+	st       store.Store
+	in       inbox[*recordJob]
+	checking atomic.Int64 // POSTs whose records are being checked, not yet handed over
+	done     chan struct{}
 }
+
+// recordPatience bounds how long a group of records waits for the POSTs
+// being checked; it looks again at least every recordPoll, since a POST
+// refused in its check hands nothing over.
+const (
+	recordPatience = 2 * time.Millisecond
+	recordPoll     = 200 * time.Microsecond
+)
 
 func newRecordCommitter(st store.Store) *recordCommitter {
 	return &recordCommitter{st: st, in: newInbox[*recordJob](64), done: make(chan struct{})}
 }
 
+// check counts a POST whose records are being checked, until the returned
+// function is called, once, when they are handed over or refused.
+func (c *recordCommitter) check() (done func()) {
+	c.checking.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { c.checking.Add(-1) }) }
+}
+
 // put hands rs to the committer and waits until they are durable, and
-// reports for each whether it was new (Store.PutRecords).
-func (c *recordCommitter) put(ctx context.Context, rs []store.Record) ([]bool, error) {
+// reports for each whether it was new (Store.PutRecords). checked is the
+// function check returned for the POST.
+func (c *recordCommitter) put(ctx context.Context, rs []store.Record, checked func()) ([]bool, error) {
 	j := &recordJob{rs: rs, done: make(chan struct{})}
+	checked() // before the send, so that a lone POST's group waits for none
 	if !c.in.send(j) {
 		return nil, errClosed
 	}
@@ -222,8 +249,11 @@ func (c *recordCommitter) run() {
 	defer close(c.done)
 	var group []*recordJob
 	var all []store.Record
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for j := range c.in.ch {
 		group, all = append(group[:0], j), append(all[:0], j.rs...)
+		patience := time.Now().Add(recordPatience)
 	gather:
 		for len(all) < maxRecordGroup {
 			select {
@@ -232,8 +262,23 @@ func (c *recordCommitter) run() {
 					break gather
 				}
 				group, all = append(group, j), append(all, j.rs...)
+				continue
 			default:
-				break gather
+			}
+			// Nothing is queued: wait for the POSTs being checked.
+			wait := time.Until(patience)
+			if c.checking.Load() == 0 || wait <= 0 {
+				break
+			}
+			timer.Reset(min(wait, recordPoll))
+			select {
+			case j, ok := <-c.in.ch:
+				timer.Stop()
+				if !ok {
+					break gather
+				}
+				group, all = append(group, j), append(all, j.rs...)
+			case <-timer.C:
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)

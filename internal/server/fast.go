@@ -210,6 +210,19 @@ func plainPath(p []byte) bool {
 	return true
 }
 
+// plainPathString is plainPath of a string.
+func plainPathString(p string) bool {
+	if len(p) == 0 || p[0] != '/' {
+		return false
+	}
+	for i := range len(p) {
+		if !pathChar[p[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 var pathChar = func() (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
