@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,11 +136,33 @@ var spareProc sync.Once
 // decision. With a spare processor the other requests are decided and
 // signed on the same core meanwhile, and a group holds what was decided
 // during the last sync.
+//
+// It also lets the heap grow to five times what is live before a
+// collection (GOGC 400), unless GOGC is set: the server's live heap is
+// small (the loads' table, the evidence) beside what each request
+// allocates and drops, so at Go's default the collector ran every few
+// thousand requests and took about a sixth of the core at saturation
+// (issue 14: 20 % more decisions a second, and a shorter tail, at 400).
 func spare() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(serverGOGC)
+	}
 }
+
+// gcPercent is the collector's GOGC as spare left it: the environment's,
+// or serverGOGC.
+func gcPercent() string {
+	if v := os.Getenv("GOGC"); v != "" {
+		return v
+	}
+	return strconv.Itoa(serverGOGC)
+}
+
+// serverGOGC is the GOGC the server runs with when GOGC is not set.
+const serverGOGC = 400
 
 // Serve serves the rooms of cfg on ln until ctx is done, then shuts down in
 // order: no new connections and every request in flight finished
@@ -185,7 +208,7 @@ func Serve(ctx context.Context, stop func(), logger *slog.Logger, ln net.Listene
 		}()
 	}
 	u := scheme + "://" + ln.Addr().String()
-	logger.Info("listening", "url", u, "rooms", len(cfg.Server.Rooms), "pools", len(cfg.Server.Pools), "engine", cfg.HTTP.Engine, "gomaxprocs", runtime.GOMAXPROCS(0))
+	logger.Info("listening", "url", u, "rooms", len(cfg.Server.Rooms), "pools", len(cfg.Server.Pools), "engine", cfg.HTTP.Engine, "gomaxprocs", runtime.GOMAXPROCS(0), "gogc", gcPercent())
 	if ready != nil {
 		ready(u)
 	}
