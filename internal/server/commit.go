@@ -74,11 +74,11 @@ func newCommitter(st store.Store, m *metrics, log *slog.Logger) *committer {
 
 // commit hands a decision to the committer and waits until it is durable,
 // or until the store refused its group. The caller counted itself in
-// deciding before deciding; commit counts it out. A decision handed over is in a
-// group whatever its client does, so commit waits for the group's outcome
-// even when the client has gone (ctx is not read): a decision stored is
-// answered and counted as stored, never as store_unavailable (issue 14),
-// and the job is free for reuse once commit returns.
+// deciding before deciding; commit counts it out. A decision handed over
+// is in a group whatever its client does, so commit waits for the group's
+// outcome even when the client has gone (ctx is not read): a decision
+// stored is answered and counted as stored, never as store_unavailable
+// (issue 14), and the job is free for reuse once commit returns.
 func (c *committer) commit(_ context.Context, j *commitJob) error {
 	c.deciding.Add(-1) // before the send, so that a lone request's group waits for none
 	if !c.in.send(j) {

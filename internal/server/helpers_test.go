@@ -38,8 +38,9 @@ const t0 = 6*scenario.Period + 10_000_000 + 1_000_000
 type failStore struct {
 	store.Store
 	failDecisions, failRecords atomic.Bool
-	delay                      atomic.Int64 // ns each PutDecisions takes, as a disk's fsync would
+	delay                      atomic.Int64 // ns each PutDecisions and PutRecords takes, as a disk's fsync would
 	groups, decisions          atomic.Int64 // PutDecisions calls and the decisions they wrote
+	recordGroups, records      atomic.Int64 // PutRecords calls and the records they were given
 }
 
 var errDisk = errors.New("disk full")
@@ -58,6 +59,9 @@ func (f *failStore) PutRecords(ctx context.Context, rs []store.Record) ([]bool, 
 	if f.failRecords.Load() {
 		return nil, errDisk
 	}
+	time.Sleep(time.Duration(f.delay.Load()))
+	f.recordGroups.Add(1)
+	f.records.Add(int64(len(rs)))
 	return f.Store.PutRecords(ctx, rs)
 }
 

@@ -383,6 +383,37 @@ func TestGroupCommit(t *testing.T) {
 	t.Logf("%d decisions in %d group commits", decisions, groups)
 }
 
+// TestRecordGroupCommit: hops posting one record each at once are written
+// in groups, one durable write for many (issue 14: with one record per
+// POST from many hops, a write every few records bounded the rate), and
+// each POST is answered accepted only after its group is written.
+func TestRecordGroupCommit(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, false)
+	e.st.delay.Store(int64(5 * time.Millisecond))
+	n := len(e.sc.Records)
+	if n < 16 {
+		t.Fatalf("the scenario has %d records; the test needs many", n)
+	}
+	var wg sync.WaitGroup
+	for _, r := range e.sc.Records {
+		wg.Go(func() {
+			a := e.postRecords([][]byte{r}, http.StatusOK)
+			if len(a.Results) != 1 || a.Results[0].Outcome != "accepted" {
+				t.Errorf("answer %+v", a.Results)
+			}
+		})
+	}
+	wg.Wait()
+	groups, records := e.st.recordGroups.Load(), e.st.records.Load()
+	if records != int64(n) {
+		t.Fatalf("%d records written, want %d", records, n)
+	}
+	if groups >= int64(n/2) {
+		t.Errorf("%d writes for %d records: not grouped", groups, n)
+	}
+	t.Logf("%d records in %d group writes", records, groups)
+}
+
 // TestClose: Close commits what it was handed and then the steering route
 // answers 503 (never a manifest whose decision is not stored).
 func TestClose(t *testing.T) {
