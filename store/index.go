@@ -474,7 +474,7 @@ func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64) (bool, int, erro
 			}
 			s := len(arena)
 			arena = append(append(arena, h.k...), h.v...)
-			if err := out.Put(arena[s:s+sig.HashSize], arena[s+sig.HashSize:len(arena)]); err != nil {
+			if err := out.Put(arena[s:s+sig.HashSize], arena[s+sig.HashSize:]); err != nil {
 				return false, n, err
 			}
 			m.count++

@@ -105,36 +105,10 @@ func (c *committer) run() {
 			return
 		}
 		group = append(group[:0], j)
-		open := true
-		patience := time.Now().Add(groupPatience)
-	gather:
-		for len(group) < maxGroup {
-			select {
-			case j, ok := <-c.in.ch:
-				if !ok {
-					open = false
-					break gather
-				}
-				group = append(group, j)
-				continue
-			default:
-			}
-			wait := time.Until(patience)
-			if c.deciding.Load() <= 0 || wait <= 0 {
-				break
-			}
-			timer.Reset(min(wait, groupPoll))
-			select {
-			case j, ok := <-c.in.ch:
-				timer.Stop()
-				if !ok {
-					open = false
-					break gather
-				}
-				group = append(group, j)
-			case <-timer.C:
-			}
-		}
+		open := c.in.gather(func(j *commitJob) bool {
+			group = append(group, j)
+			return len(group) >= maxGroup
+		}, &c.deciding, groupPatience, groupPoll, timer)
 		c.write(group)
 		clear(group)
 		if !open {
@@ -268,6 +242,46 @@ func (b *inbox[T]) send(j T) bool {
 	return true
 }
 
+// gather adds to a group, through add, the jobs queued after its first,
+// and then, while waiting counts requests on their way to the inbox and
+// patience has not passed, the jobs they send; add reports when the group
+// is full. It looks at waiting again at least every poll, since a request
+// may leave without sending. It reports false once the inbox is closed
+// (the jobs sent before are in the group). timer is the caller's, stopped.
+func (b *inbox[T]) gather(add func(T) (full bool), waiting *atomic.Int64, patience, poll time.Duration, timer *time.Timer) (open bool) {
+	until := time.Now().Add(patience)
+	for {
+		select {
+		case j, ok := <-b.ch:
+			if !ok {
+				return false
+			}
+			if add(j) {
+				return true
+			}
+			continue
+		default:
+		}
+		// Nothing is queued: wait for the requests on their way.
+		wait := time.Until(until)
+		if waiting.Load() <= 0 || wait <= 0 {
+			return true
+		}
+		timer.Reset(min(wait, poll))
+		select {
+		case j, ok := <-b.ch:
+			timer.Stop()
+			if !ok {
+				return false
+			}
+			if add(j) {
+				return true
+			}
+		case <-timer.C:
+		}
+	}
+}
+
 // close closes the channel, once; the receiver takes what was sent.
 func (b *inbox[T]) close() {
 	b.mu.Lock()
@@ -287,33 +301,11 @@ func (c *recordCommitter) run() {
 	timer.Stop()
 	for j := range c.in.ch {
 		group, all = append(group[:0], j), append(all[:0], j.rs...)
-		patience := time.Now().Add(recordPatience)
-	gather:
-		for len(all) < maxRecordGroup {
-			select {
-			case j, ok := <-c.in.ch:
-				if !ok {
-					break gather
-				}
+		if len(all) < maxRecordGroup {
+			c.in.gather(func(j *recordJob) bool {
 				group, all = append(group, j), append(all, j.rs...)
-				continue
-			default:
-			}
-			// Nothing is queued: wait for the POSTs being checked.
-			wait := time.Until(patience)
-			if c.checking.Load() == 0 || wait <= 0 {
-				break
-			}
-			timer.Reset(min(wait, recordPoll))
-			select {
-			case j, ok := <-c.in.ch:
-				timer.Stop()
-				if !ok {
-					break gather
-				}
-				group, all = append(group, j), append(all, j.rs...)
-			case <-timer.C:
-			}
+				return len(all) >= maxRecordGroup
+			}, &c.checking, recordPatience, recordPoll, timer)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		added, err := c.st.PutRecords(ctx, all)

@@ -92,22 +92,6 @@ func (h *healthEdge) kill() {
 	}
 }
 
-// revive serves again on the same address.
-func (h *healthEdge) revive() {
-	var ln net.Listener
-	var err error
-	for i := 0; i < 50; i++ {
-		if ln, err = net.Listen("tcp", h.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.serve(ln)
-}
-
 // seedPool is the station seed's example pool, with its check URLs on
 // loopback: edge-1 and edge-2 (weight 2) checked, bunny a last resort.
 func seedPool(e1, e2 *healthEdge) pool.Config {
