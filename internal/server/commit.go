@@ -38,7 +38,9 @@ type commitJob struct {
 // themselves, to the decisions made while one write syncs, and the
 // server's core signs the next group's decisions while the disk syncs this
 // one's. A group also waits, up to groupPatience, for the requests being
-// decided when it would be written (deciding counts them): a write's cost
+// decided when it would be written (deciding counts them; not for those
+// that start meanwhile, which at a moderate rate would keep every group
+// waiting its whole patience): a write's cost
 // is mostly its own, and a group of the five 32-pathway decisions signed
 // during one sync paid for a write every five (issue 14). The wait costs
 // the core nothing, since the requests it waits for are what it does
@@ -52,8 +54,8 @@ type committer struct {
 	log     *slog.Logger
 
 	in       inbox[*commitJob]
-	deciding atomic.Int64 // requests being decided, not yet handed over
-	failing  atomic.Bool  // the last group failed
+	deciding inFlight    // requests being decided, not yet handed over
+	failing  atomic.Bool // the last group failed
 	done     chan struct{}
 
 	evs []store.Evidence // reused by write, which run alone calls
@@ -73,14 +75,14 @@ func newCommitter(st store.Store, m *metrics, log *slog.Logger) *committer {
 }
 
 // commit hands a decision to the committer and waits until it is durable,
-// or until the store refused its group. The caller counted itself in
-// deciding before deciding; commit counts it out. A decision handed over
+// or until the store refused its group. The caller started in deciding
+// before deciding; commit has it leave. A decision handed over
 // is in a group whatever its client does, so commit waits for the group's
 // outcome even when the client has gone (ctx is not read): a decision
 // stored is answered and counted as stored, never as store_unavailable
 // (issue 14), and the job is free for reuse once commit returns.
 func (c *committer) commit(_ context.Context, j *commitJob) error {
-	c.deciding.Add(-1) // before the send, so that a lone request's group waits for none
+	c.deciding.leave() // before the send, so that a lone request's group waits for none
 	if !c.in.send(j) {
 		return errClosed
 	}
@@ -108,7 +110,7 @@ func (c *committer) run() {
 		open := c.in.gather(func(j *commitJob) bool {
 			group = append(group, j)
 			return len(group) >= maxGroup
-		}, &c.deciding, groupPatience, groupPoll, timer)
+		}, c.deciding.since(), groupPatience, groupPoll, timer)
 		c.write(group)
 		clear(group)
 		if !open {
@@ -178,7 +180,7 @@ type recordJob struct {
 type recordCommitter struct {
 	st       store.Store
 	in       inbox[*recordJob]
-	checking atomic.Int64 // POSTs whose records are being checked, not yet handed over
+	checking inFlight // POSTs whose records are being checked, not yet handed over
 	done     chan struct{}
 }
 
@@ -197,9 +199,9 @@ func newRecordCommitter(st store.Store) *recordCommitter {
 // check counts a POST whose records are being checked, until the returned
 // function is called, once, when they are handed over or refused.
 func (c *recordCommitter) check() (done func()) {
-	c.checking.Add(1)
+	c.checking.start()
 	var once sync.Once
-	return func() { once.Do(func() { c.checking.Add(-1) }) }
+	return func() { once.Do(c.checking.leave) }
 }
 
 // put hands rs to the committer and waits until they are durable, and
@@ -243,12 +245,12 @@ func (b *inbox[T]) send(j T) bool {
 }
 
 // gather adds to a group, through add, the jobs queued after its first,
-// and then, while waiting counts requests on their way to the inbox and
+// and then, while waiting reports requests on their way to the inbox and
 // patience has not passed, the jobs they send; add reports when the group
-// is full. It looks at waiting again at least every poll, since a request
-// may leave without sending. It reports false once the inbox is closed
-// (the jobs sent before are in the group). timer is the caller's, stopped.
-func (b *inbox[T]) gather(add func(T) (full bool), waiting *atomic.Int64, patience, poll time.Duration, timer *time.Timer) (open bool) {
+// is full. It asks waiting again at least every poll, since a request may
+// leave without sending. It reports false once the inbox is closed (the
+// jobs sent before are in the group). timer is the caller's, stopped.
+func (b *inbox[T]) gather(add func(T) (full bool), waiting func() bool, patience, poll time.Duration, timer *time.Timer) (open bool) {
 	until := time.Now().Add(patience)
 	for {
 		select {
@@ -264,7 +266,7 @@ func (b *inbox[T]) gather(add func(T) (full bool), waiting *atomic.Int64, patien
 		}
 		// Nothing is queued: wait for the requests on their way.
 		wait := time.Until(until)
-		if waiting.Load() <= 0 || wait <= 0 {
+		if wait <= 0 || !waiting() {
 			return true
 		}
 		timer.Reset(min(wait, poll))
@@ -280,6 +282,24 @@ func (b *inbox[T]) gather(add func(T) (full bool), waiting *atomic.Int64, patien
 		case <-timer.C:
 		}
 	}
+}
+
+// inFlight counts the requests on their way to a committer: those that
+// started (deciding, or checking records) and those that left (handed
+// their job over, or gave up without one).
+type inFlight struct{ started, left atomic.Uint64 }
+
+func (f *inFlight) start() { f.started.Add(1) }
+func (f *inFlight) leave() { f.left.Add(1) }
+
+// since returns a function reporting whether the requests started before
+// now may still be on their way: fewer have left than had started. Those
+// that start later do not keep it true (a later one that leaves first
+// ends the wait a little early, which costs a smaller group, nothing
+// more).
+func (f *inFlight) since() func() bool {
+	n := f.started.Load()
+	return func() bool { return f.left.Load() < n }
 }
 
 // close closes the channel, once; the receiver takes what was sent.
@@ -305,7 +325,7 @@ func (c *recordCommitter) run() {
 			c.in.gather(func(j *recordJob) bool {
 				group, all = append(group, j), append(all, j.rs...)
 				return len(all) >= maxRecordGroup
-			}, &c.checking, recordPatience, recordPoll, timer)
+			}, c.checking.since(), recordPatience, recordPoll, timer)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		added, err := c.st.PutRecords(ctx, all)

@@ -106,9 +106,9 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	}
 
 	x := steerings.Get().(*steering)
-	s.commits.deciding.Add(1)
+	s.commits.deciding.start()
 	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
-		s.commits.deciding.Add(-1)
+		s.commits.deciding.leave()
 		x.release()
 		s.unavailable(w, h, aerr)
 		return
