@@ -86,40 +86,45 @@ func benchStored(path string) (uint64, float64, error) {
 // benchBare is the CPU time of one bare Ed25519 signature of msg
 // (crypto/ed25519, as the server's key signs), on one thread.
 func benchBare(msg []byte, d time.Duration) time.Duration {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
-	c0, okc := threadCPU()
-	start := time.Now()
-	n := 0
-	for n%16 != 0 || time.Since(start) < d {
+	per, _ := perOp(d, func() error {
 		ed25519.Sign(key, msg)
-		n++
-	}
-	c1, _ := threadCPU()
-	if !okc {
-		return time.Since(start) / time.Duration(n)
-	}
-	return (c1 - c0) / time.Duration(n)
+		return nil
+	})
+	return per
 }
 
-// benchRecordCheck is the CPU time of what the records route does first with each
-// record, on one thread: parse it and check it (evidence.Record.Check, its
-// signature verified as COMPANION §2 has it). One core accepts at most one
-// record per this time, whatever else the route costs.
+// benchRecordCheck is the CPU time of what the records route does first
+// with each record, on one thread: parse it and check it
+// (evidence.Record.Check, its signature verified as COMPANION §2 has it).
+// One core accepts at most one record per this time, whatever else the
+// route costs.
 func benchRecordCheck(raw []byte, room sig.Hash, d time.Duration) (time.Duration, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	c0, okc := threadCPU()
-	start := time.Now()
-	n := 0
-	for n%16 != 0 || time.Since(start) < d {
+	per, err := perOp(d, func() error {
 		rec, err := evidence.ParseRecord(raw)
 		if err == nil {
 			err = rec.Check(room)
 		}
-		if err != nil {
-			return 0, fmt.Errorf("the records' baseline: %w", err)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("the records' baseline: %w", err)
+	}
+	return per, nil
+}
+
+// perOp runs op on one locked thread, in multiples of 16, for at least d,
+// and returns the thread's CPU time per run (the wall time where the
+// thread's CPU time cannot be read); it stops at op's first error.
+func perOp(d time.Duration, op func() error) (time.Duration, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0, okc := threadCPU()
+	start := time.Now()
+	n := 0
+	for n%16 != 0 || time.Since(start) < d {
+		if err := op(); err != nil {
+			return 0, err
 		}
 		n++
 	}

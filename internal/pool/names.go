@@ -16,12 +16,7 @@ func idProblem(s string) string {
 	if s == "" || len(s) > maxIDLen {
 		return "is not 1 to 64 bytes of letters, digits, ., - and _"
 	}
-	for i := 0; i < len(s); i++ {
-		if !isAlnum(s[i]) && s[i] != '.' && s[i] != '-' && s[i] != '_' {
-			return "has " + quoteByte(s[i]) + ": an ID is letters, digits, ., - and _"
-		}
-	}
-	return ""
+	return badChar(s, ".-_", ": an ID is letters, digits, ., - and _")
 }
 
 // pathProblem: a pool's path is absolute, with no query, and no empty or
@@ -38,10 +33,8 @@ func pathProblem(s string) string {
 	case s == "/":
 		return "is the root, which holds every route"
 	}
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; !isAlnum(b) && !strings.ContainsRune("-._~/", rune(b)) {
-			return "has " + quoteByte(b) + ": a path is letters, digits, -, ., _, ~ and /"
-		}
+	if r := badChar(s, "-._~/", ": a path is letters, digits, -, ., _, ~ and /"); r != "" {
+		return r
 	}
 	for _, seg := range strings.Split(s[1:], "/") {
 		switch seg {
@@ -202,12 +195,7 @@ func headerNameProblem(s string) string {
 	if s == "" || len(s) > maxIDLen {
 		return "is not 1 to 64 bytes of a header name"
 	}
-	for i := 0; i < len(s); i++ {
-		if !isAlnum(s[i]) && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(s[i])) {
-			return "has " + quoteByte(s[i]) + ", which a header name (an RFC 9110 token) cannot"
-		}
-	}
-	return ""
+	return badChar(s, "!#$%&'*+-.^_`|~", ", which a header name (an RFC 9110 token) cannot")
 }
 
 // cohortParamProblem: the cohort's query parameter is a plain name, and
@@ -230,10 +218,8 @@ func paramNameProblem(s string) string {
 	if s == "" || len(s) > maxIDLen {
 		return "is not 1 to 64 bytes of letters, digits, -, ., _ and ~"
 	}
-	for i := 0; i < len(s); i++ {
-		if !isUnreserved(s[i]) {
-			return "has " + quoteByte(s[i]) + ": a parameter's name is letters, digits, -, ., _ and ~"
-		}
+	if r := badChar(s, "-._~", ": a parameter's name is letters, digits, -, ., _ and ~"); r != "" {
+		return r
 	}
 	if strings.HasPrefix(strings.ToUpper(s), "_HLS_") {
 		return "starts _HLS_, which RFC 8216bis reserves for players"
@@ -251,12 +237,7 @@ func paramValueProblem(s string) string {
 	if len(s) > maxParamValue {
 		return "is longer than the 1024 bytes of a parameter's value"
 	}
-	for i := 0; i < len(s); i++ {
-		if !isAlnum(s[i]) && !strings.ContainsRune(paramValueChars, rune(s[i])) {
-			return "has " + quoteByte(s[i]) + ": a parameter's value is letters, digits and " + paramValueChars
-		}
-	}
-	return ""
+	return badChar(s, paramValueChars, ": a parameter's value is letters, digits and "+paramValueChars)
 }
 
 // stableIDProblem: STABLE-VARIANT-ID and STABLE-RENDITION-ID are letters,
@@ -265,12 +246,7 @@ func stableIDProblem(s string) string {
 	if s == "" || len(s) > maxStableIDLen {
 		return "is not 1 to 256 bytes of a stable ID"
 	}
-	for i := 0; i < len(s); i++ {
-		if !isAlnum(s[i]) && !strings.ContainsRune("+/=.-_", rune(s[i])) {
-			return "has " + quoteByte(s[i]) + ": a stable ID is letters, digits, +, /, =, ., - and _"
-		}
-	}
-	return ""
+	return badChar(s, "+/=.-_", ": a stable ID is letters, digits, +, /, =, ., - and _")
 }
 
 // uriProblem: a per-variant or per-rendition URI is a URI reference (RFC
@@ -341,6 +317,17 @@ func validCohort[T string | []byte](s T) bool {
 		}
 	}
 	return true
+}
+
+// badChar is the problem of s's first byte that is neither a letter, a
+// digit nor one of extra: "has" that byte, then tail; "" when there is none.
+func badChar(s, extra, tail string) string {
+	for i := range len(s) {
+		if b := s[i]; !isAlnum(b) && strings.IndexByte(extra, b) < 0 {
+			return "has " + quoteByte(b) + tail
+		}
+	}
+	return ""
 }
 
 func isAlnum(b byte) bool {

@@ -121,9 +121,8 @@ func (p *Pool) Enabled() bool { return len(p.state.Load().runs) > 0 }
 func (p *Pool) SetUp(pathway string, up bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sh := p.state.Load().shape
-	i, ok := sh.index[pathway]
-	if !ok || sh.runs[i].up == up {
+	sh, i, err := p.edge(pathway)
+	if err != nil || sh.runs[i].up == up {
 		return false
 	}
 	sh.runs[i].up = up
@@ -131,15 +130,25 @@ func (p *Pool) SetUp(pathway string, up bool) bool {
 	return true
 }
 
+// edge finds an edge by its pathway in the shape as it stands; p.mu is
+// held.
+func (p *Pool) edge(pathway string) (*shape, int32, error) {
+	sh := p.state.Load().shape
+	i, ok := sh.index[pathway]
+	if !ok {
+		return nil, 0, fmt.Errorf("pool: no edge has the pathway %q", pathway)
+	}
+	return sh, i, nil
+}
+
 // Drain takes an edge out of every order (drained) or puts it back, as if
 // it went down or came back; its health is kept meanwhile.
 func (p *Pool) Drain(pathway string, drained bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sh := p.state.Load().shape
-	i, ok := sh.index[pathway]
-	if !ok {
-		return fmt.Errorf("pool: no edge has the pathway %q", pathway)
+	sh, i, err := p.edge(pathway)
+	if err != nil {
+		return err
 	}
 	if sh.runs[i].drained != drained {
 		sh.runs[i].drained = drained
@@ -153,10 +162,9 @@ func (p *Pool) Drain(pathway string, drained bool) error {
 func (p *Pool) SetWeight(pathway string, w uint32) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sh := p.state.Load().shape
-	i, ok := sh.index[pathway]
-	if !ok {
-		return fmt.Errorf("pool: no edge has the pathway %q", pathway)
+	sh, i, err := p.edge(pathway)
+	if err != nil {
+		return err
 	}
 	if w > maxWeight {
 		return fmt.Errorf("pool: weight %d is not 0 to %s", w, grouped(maxWeight))

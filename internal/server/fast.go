@@ -198,20 +198,7 @@ const cmcdRequest = "Cmcd-Request"
 // characters, sub-delims, ":", "@" and "/", no percent-encoding), so that
 // the route found for it is the one ServeHTTP finds. Any other target goes
 // to ServeHTTP itself.
-func plainPath(p []byte) bool {
-	if len(p) == 0 || p[0] != '/' {
-		return false
-	}
-	for _, c := range p {
-		if !pathChar[c] {
-			return false
-		}
-	}
-	return true
-}
-
-// plainPathString is plainPath of a string.
-func plainPathString(p string) bool {
+func plainPath[P string | []byte](p P) bool {
 	if len(p) == 0 || p[0] != '/' {
 		return false
 	}

@@ -345,7 +345,7 @@ func (s *Server) Handler() http.Handler { return s }
 // before the fallback finds the policies' routes cost about 5 % of a
 // decision's CPU on the net/http front (issue 14's profile).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet && r.URL.RawPath == "" && len(r.RequestURI) > 0 && r.RequestURI[0] == '/' && plainPathString(r.URL.Path) {
+	if r.Method == http.MethodGet && r.URL.RawPath == "" && len(r.RequestURI) > 0 && r.RequestURI[0] == '/' && plainPath(r.URL.Path) {
 		if h, ok, aerr := s.routes.Load().steerHub(r.URL.Path, r.URL.RawQuery); ok {
 			s.steerRoute(w, r, h, aerr)
 			return
