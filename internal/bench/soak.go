@@ -11,8 +11,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waisteer/waisteer/internal/serve"
@@ -28,8 +31,10 @@ const (
 type benchMinute struct {
 	answered, failed    uint64
 	p50, p99            time.Duration
-	rss, anon, fileSize int64  // anon: RssAnon, the heap's and stacks' part of rss; the rest is the store's file, mapped
-	decisions, records  uint64 // stored so far
+	rss, anon, fileSize int64     // anon: RssAnon, the heap's and stacks' part of rss; the rest is the store's file, mapped
+	decisions, records  uint64    // stored so far
+	commits, steer      benchHist // the server's histograms over the minute: its group commits, its steering answers
+	steal               float64   // the share of the machine's CPU time its hypervisor took over the minute
 	firstErr            error
 }
 
@@ -94,20 +99,27 @@ func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
 	} else {
 		fmt.Fprintln(w, "pinning: none")
 	}
-	fmt.Fprintf(w, "%-7s %9s %7s %10s %10s %9s %9s %12s %10s %8s\n", "minute", "answers", "errors", "p50", "p99", "RSS", "RssAnon", "store bytes", "decisions", "records")
+	fmt.Fprintf(w, "%-7s %9s %7s %10s %10s %9s %9s %12s %10s %8s %12s %9s %10s %9s %6s\n", "minute", "answers", "errors", "p50", "p99", "RSS", "RssAnon", "store bytes", "decisions", "records", "commits>25ms", "slowest", "steer>25ms", "slowest", "steal")
 	start, _ := settledCounts(s.c.addr)
 	file0 := benchFileSize(s.storeFile())
+	hists0, _ := readHists(s.c.addr, benchCommitHist, benchSteerHist)
+	cpu0 := readMachineCPU()
 	for k := 0; time.Duration(k)*so.minute < o.Soak && ctx.Err() == nil; k++ {
 		d := min(so.minute, o.Soak-time.Duration(k)*so.minute)
 		ph := srv.l.run(ctx, d, so.rate)
 		counts, _ := readCounts(s.c.addr)
+		hists, _ := readHists(s.c.addr, benchCommitHist, benchSteerHist)
+		cpu := readMachineCPU()
 		m := benchMinute{answered: ph.answered, failed: ph.failed, p50: ph.pct[0], p99: ph.pct[1], rss: s.c.rss(), anon: s.c.status("RssAnon:"), fileSize: benchFileSize(s.storeFile()),
-			decisions: counts.stored, records: counts.records, firstErr: ph.firstErr}
+			decisions: counts.stored, records: counts.records, commits: hists[0].since(hists0[0]), steer: hists[1].since(hists0[1]), steal: cpu.stealSince(cpu0), firstErr: ph.firstErr}
+		hists0, cpu0 = hists, cpu
 		so.minutes = append(so.minutes, m)
-		fmt.Fprintf(w, "%-7d %9d %7d %10s %10s %5.0f MiB %5.0f MiB %12d %10d %8d\n", k+1, m.answered, m.failed, benchDur(m.p50), benchDur(m.p99), float64(m.rss)/(1<<20), float64(m.anon)/(1<<20), m.fileSize, m.decisions, m.records)
+		fmt.Fprintf(w, "%-7d %9d %7d %10s %10s %5.0f MiB %5.0f MiB %12d %10d %8d %12d %9s %10d %9s %5.1f%%\n", k+1, m.answered, m.failed, benchDur(m.p50), benchDur(m.p99), float64(m.rss)/(1<<20), float64(m.anon)/(1<<20), m.fileSize, m.decisions, m.records,
+			m.commits.over(benchSlowCommit), benchDur(m.commits.slowest()), m.steer.over(benchSlowCommit), benchDur(m.steer.slowest()), 100*m.steal)
 		if m.firstErr != nil {
 			fmt.Fprintf(w, "        first error: %v\n", m.firstErr)
 		}
+		b.heapProfile(s.c, fmt.Sprintf("heap-soak-%02d", k+1))
 	}
 	end, _ := settledCounts(s.c.addr)
 	so.decisions, so.records = end.stored-start.stored, end.records-start.records
@@ -162,5 +174,163 @@ func (so *benchSoak) write(w io.Writer) {
 	fmt.Fprintf(w, "  the store's growth per decision kept: %.0f bytes (%d decisions and %d records stored over the soak)\n", so.growth, so.decisions, so.records)
 	if st := so.startup; st != nil {
 		fmt.Fprintf(w, "  %-52s = %.2f s (goal <= 1 s: %s)\n", fmt.Sprintf("start-up on its store (%d decisions, %d bytes)", st.decisions, st.bytes), st.took.Seconds(), benchMet(st.took <= benchGoalStartup))
+	}
+}
+
+// benchSlowCommit is the commit time past which the soak's minute line
+// counts a group commit as slow: a p99 of hundreds of milliseconds is the
+// store's when its minute has such commits, the machine's otherwise.
+const benchSlowCommit = 25 * time.Millisecond
+
+// benchHist is one of the server's latency histograms: the
+// cumulative count at or below each bucket's bound, in seconds, ascending;
+// +Inf last.
+type benchHist struct {
+	bounds []float64
+	cum    []uint64
+}
+
+// The histograms the soak reads from /metrics: a group commit's time, and
+// the steering route's time to answer (which includes its commit's wait).
+const (
+	benchCommitHist = `waisteer_commit_duration_seconds_bucket{le="`
+	benchSteerHist  = `waisteer_http_request_duration_seconds_bucket{route="steer",le="`
+)
+
+// readHists reads the histograms named by their buckets' line prefixes
+// from /metrics, in that order.
+func readHists(addr string, prefixes ...string) ([]benchHist, bool) {
+	m, err := benchGet(context.Background(), addr, "/metrics")
+	hs := make([]benchHist, len(prefixes))
+	if err != nil {
+		return hs, false
+	}
+	for i, p := range prefixes {
+		hs[i] = parseHist(m, p)
+	}
+	return hs, true
+}
+
+// parseHist reads the buckets of one histogram from the text of /metrics:
+// the lines that begin with prefix, which ends just before le's value.
+func parseHist(m []byte, prefix string) benchHist {
+	var h benchHist
+	for line := range strings.SplitSeq(string(m), "\n") {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		le, v, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		bound, err1 := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
+		n, err2 := strconv.ParseUint(v, 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		h.bounds, h.cum = append(h.bounds, bound), append(h.cum, n)
+	}
+	return h
+}
+
+// since is the histogram of the commits after before (the same buckets).
+func (h benchHist) since(before benchHist) benchHist {
+	d := benchHist{bounds: h.bounds, cum: slices.Clone(h.cum)}
+	if len(before.cum) == len(h.cum) {
+		for i := range d.cum {
+			d.cum[i] -= min(before.cum[i], d.cum[i])
+		}
+	}
+	return d
+}
+
+// over counts what surely took longer than t: what lies past the first
+// bucket bound at or above t.
+func (h benchHist) over(t time.Duration) uint64 {
+	if len(h.cum) == 0 {
+		return 0
+	}
+	total := h.cum[len(h.cum)-1]
+	for i, b := range h.bounds {
+		if b >= t.Seconds() {
+			return total - h.cum[i]
+		}
+	}
+	return 0
+}
+
+// slowest is the bound of the bucket of the slowest commit; 0 when there
+// were none, and the largest finite bound when it is past them all.
+func (h benchHist) slowest() time.Duration {
+	if len(h.cum) == 0 {
+		return 0
+	}
+	total := h.cum[len(h.cum)-1]
+	if total == 0 {
+		return 0
+	}
+	for i, b := range h.bounds {
+		if h.cum[i] == total {
+			if math.IsInf(b, 1) && i > 0 {
+				b = h.bounds[i-1]
+			}
+			return time.Duration(b * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+// benchMachineCPU is the machine's CPU time from /proc/stat, in ticks: all
+// of it and the part its hypervisor stole.
+type benchMachineCPU struct{ total, steal uint64 }
+
+func readMachineCPU() benchMachineCPU {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return benchMachineCPU{}
+	}
+	return parseMachineCPU(string(b))
+}
+
+// parseMachineCPU reads the first line of /proc/stat (proc(5)): "cpu",
+// then user, nice, system, idle, iowait, irq, softirq, steal, guest and
+// guest_nice, in ticks.
+func parseMachineCPU(stat string) benchMachineCPU {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return benchMachineCPU{}
+	}
+	var c benchMachineCPU
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseUint(v, 10, 64)
+		if i >= 8 { // guest and guest_nice are already in user and nice
+			break
+		}
+		c.total += n
+		if i == 7 {
+			c.steal = n
+		}
+	}
+	return c
+}
+
+// stealSince is the share of the machine's CPU time stolen since before.
+func (c benchMachineCPU) stealSince(before benchMachineCPU) float64 {
+	if c.total <= before.total {
+		return 0
+	}
+	return float64(c.steal-before.steal) / float64(c.total-before.total)
+}
+
+// heapProfile writes the child's heap profile into the profile directory,
+// when there is one.
+func (b *bencher) heapProfile(c *benchChild, name string) {
+	if b.o.Profile == "" || c.pprof == "" {
+		return
+	}
+	if err := benchFetch(c.pprof, "/debug/pprof/heap", filepath.Join(b.o.Profile, name+".pprof")); err != nil {
+		b.logf("profile: %v", err)
 	}
 }

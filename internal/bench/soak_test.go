@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// The soak's minute line reads the server's histograms of commit and
+// steering times from the text of /metrics (the Prometheus exposition
+// format: cumulative buckets, +Inf last). The texts below are written by
+// hand, not by the server's writer.
+func TestSoakHistograms(t *testing.T) {
+	before := parseHist([]byte(`# TYPE waisteer_commit_duration_seconds histogram
+waisteer_commit_duration_seconds_bucket{le="0.001"} 1
+waisteer_commit_duration_seconds_bucket{le="0.025"} 2
+waisteer_commit_duration_seconds_bucket{le="0.05"} 2
+waisteer_commit_duration_seconds_bucket{le="+Inf"} 2
+waisteer_commit_duration_seconds_sum 0.01
+waisteer_commit_duration_seconds_count 2
+`), benchCommitHist)
+	after := parseHist([]byte(`waisteer_http_request_duration_seconds_bucket{route="steer",le="0.001"} 90
+waisteer_http_request_duration_seconds_bucket{route="steer",le="+Inf"} 99
+waisteer_commit_duration_seconds_bucket{le="0.001"} 3
+waisteer_commit_duration_seconds_bucket{le="0.025"} 5
+waisteer_commit_duration_seconds_bucket{le="0.05"} 6
+waisteer_commit_duration_seconds_bucket{le="+Inf"} 6
+`), benchCommitHist)
+	if len(after.cum) != 4 {
+		t.Fatalf("read %d buckets of the commits' histogram, want 4 (the steering route's are another histogram)", len(after.cum))
+	}
+	// Over the interval: 2 commits within 1 ms, 1 within 25 ms, 1 within 50 ms.
+	d := after.since(before)
+	for _, c := range []struct {
+		h       benchHist
+		over25  uint64
+		slowest time.Duration
+	}{
+		{after, 1, 50 * time.Millisecond},
+		{d, 1, 50 * time.Millisecond},
+		{before, 0, 25 * time.Millisecond},
+		{after.since(after), 0, 0},
+	} {
+		if got := c.h.over(25 * time.Millisecond); got != c.over25 {
+			t.Errorf("%v: over 25 ms = %d, want %d", c.h.cum, got, c.over25)
+		}
+		if got := c.h.slowest(); got != c.slowest {
+			t.Errorf("%v: slowest = %v, want %v", c.h.cum, got, c.slowest)
+		}
+	}
+	// One past every finite bound is reported at the largest of them.
+	past := parseHist([]byte(`waisteer_http_request_duration_seconds_bucket{route="steer",le="0.001"} 90
+waisteer_http_request_duration_seconds_bucket{route="steer",le="10"} 98
+waisteer_http_request_duration_seconds_bucket{route="steer",le="+Inf"} 99
+`), benchSteerHist)
+	if got := past.slowest(); got != 10*time.Second {
+		t.Errorf("slowest past the last bound = %v, want 10s", got)
+	}
+	// Between 1 ms and 10 s the buckets cannot tell which of the 8 took
+	// more than 1 s: only the one past 10 s surely did.
+	if got := past.over(time.Second); got != 1 {
+		t.Errorf("steering answers surely over 1 s = %d, want 1", got)
+	}
+}
+
+// proc(5): the first line of /proc/stat is cpu, then user nice system
+// idle iowait irq softirq steal guest guest_nice; guest time is already in
+// user and nice.
+func TestSoakSteal(t *testing.T) {
+	a := parseMachineCPU("cpu  100 0 50 800 10 0 0 40 7 0\ncpu0 1 2 3\n")
+	b := parseMachineCPU("cpu  200 0 100 1600 20 0 0 80 9 0\n")
+	if a.total != 1000 || a.steal != 40 {
+		t.Fatalf("read %+v, want total 1000 and steal 40", a)
+	}
+	if got := b.stealSince(a); got != 0.04 {
+		t.Errorf("steal share = %v, want 40/1000", got)
+	}
+	if got := parseMachineCPU("intr 1 2\n"); got != (benchMachineCPU{}) {
+		t.Errorf("a text without the cpu line read as %+v", got)
+	}
+	if got := a.stealSince(b); got != 0 {
+		t.Errorf("a counter that went back gave %v, want 0", got)
+	}
+}
