@@ -190,3 +190,29 @@ func parseRow(b []byte) (row, error) {
 	}
 	return r, nil
 }
+
+// AppendDecisionRow appends d's row as a shared backend keeps it (the
+// PostgreSQL store): the Bolt row's layout with context and snapshot 0,
+// since such a backend keeps a decision's room, policy, signer, evidence,
+// t and digest in columns of their own. It refuses what checkRow refuses.
+func AppendDecisionRow(dst []byte, d *Decision) ([]byte, error) {
+	if err := checkRow(d); err != nil {
+		return dst, err
+	}
+	return appendRow(dst, &row{session: d.Session, protocol: d.Protocol, report: d.Report, loads: d.Loads, sig: d.Sig}), nil
+}
+
+// ParseDecisionRow reads a row AppendDecisionRow wrote into d's session,
+// protocol, report, loads (a new slice) and sig, refusing one whose
+// context or snapshot is not 0.
+func ParseDecisionRow(b []byte, d *Decision) error {
+	r, err := parseRow(b)
+	if err != nil {
+		return err
+	}
+	if r.context != 0 || r.snapshot != 0 {
+		return reason.New(reason.Malformed, "a shared backend's decision row names context %d and snapshot %d, not 0", r.context, r.snapshot)
+	}
+	d.Session, d.Protocol, d.Report, d.Loads, d.Sig = r.session, r.protocol, r.report, r.loads, r.sig
+	return nil
+}

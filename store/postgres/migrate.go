@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations are the schema's versions, in order: migrations[i] takes a
+// database from version i to i+1. A version once released is never edited;
+// a change is a new version. Every object lives in the schema waisteer, so
+// that the store can share a database with others.
+//
+// Integers of the room clock (a decision's t, a record's start and end, µs)
+// are u64 in the extension and bigint here, written with the top bit
+// flipped (i64), so that every u64 fits and bigint's order is u64's order.
+var migrations = []string{
+	// 1: what the bbolt store keeps (store's package doc), in tables.
+	`-- The order of commits that other instances follow (records, decisions,
+	-- changes): each of those is numbered from it under its feed's lock.
+	CREATE SEQUENCE waisteer.feed;
+	CREATE TABLE waisteer.rooms (
+		id           bytea PRIMARY KEY,
+		descriptor   bytea NOT NULL,
+		key_log_head bytea -- NULL: the room has no origin
+	);
+	CREATE TABLE waisteer.policies (
+		digest bytea PRIMARY KEY,
+		room   bytea NOT NULL,
+		raw    bytea NOT NULL
+	);
+	CREATE TABLE waisteer.active_policies (
+		room   bytea PRIMARY KEY,
+		digest bytea NOT NULL REFERENCES waisteer.policies
+	);
+	-- A change to a room or to its active policy, for the other instances.
+	CREATE TABLE waisteer.changes (
+		seq  bigint PRIMARY KEY,
+		kind text NOT NULL,
+		room bytea NOT NULL
+	);
+	CREATE TABLE waisteer.records (
+		digest  bytea PRIMARY KEY,
+		seq     bigint NOT NULL UNIQUE,
+		room    bytea NOT NULL,
+		hop     bytea NOT NULL,
+		start_t bigint NOT NULL,
+		end_t   bigint NOT NULL,
+		raw     bytea NOT NULL
+	);
+	CREATE INDEX records_by_room_end ON waisteer.records (room, end_t, digest);
+	CREATE INDEX records_by_end ON waisteer.records (end_t);
+	-- A decision's room, policy and signer, which most decisions share.
+	CREATE TABLE waisteer.contexts (
+		id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		room   bytea NOT NULL,
+		policy bytea NOT NULL,
+		signer bytea NOT NULL,
+		UNIQUE (room, policy, signer)
+	);
+	-- Evidence snapshots (store.Evidence): key is SHA-256 of body.
+	CREATE TABLE waisteer.snapshots (
+		id   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		key  bytea NOT NULL UNIQUE,
+		body bytea NOT NULL
+	);
+	-- A decision: its row is the bbolt row's layout (store.AppendDecisionRow),
+	-- its context and snapshot columns of their own.
+	CREATE TABLE waisteer.decisions (
+		digest   bytea PRIMARY KEY,
+		seq      bigint NOT NULL UNIQUE,
+		t        bigint NOT NULL,
+		context  bigint NOT NULL REFERENCES waisteer.contexts,
+		snapshot bigint NOT NULL REFERENCES waisteer.snapshots,
+		row      bytea NOT NULL
+	);
+	CREATE INDEX decisions_by_t ON waisteer.decisions (t);
+	CREATE INDEX decisions_by_snapshot ON waisteer.decisions (snapshot);
+	CREATE TABLE waisteer.secrets (
+		name  text PRIMARY KEY,
+		value bytea NOT NULL
+	);`,
+}
+
+// Version is the schema version this build writes and reads.
+var Version = len(migrations)
+
+// Advisory lock keys: one session lock for migrating, and one transaction
+// lock per feed, held from numbering a commit's rows to its end, so that
+// the feed's numbers become visible in order (a reader that saw n has seen
+// every number below it).
+const (
+	lockMigrate   int64 = 0x7761697374656572 // "waisteer"
+	lockRecords   int64 = lockMigrate + 1
+	lockDecisions int64 = lockMigrate + 2
+	lockChanges   int64 = lockMigrate + 3
+)
+
+// Migrate applies the pending migrations to the database, one instance at
+// a time (under an advisory lock: instances starting together wait for the
+// first), and returns the versions it applied. A database of a newer
+// version than this build knows is refused: an older binary must not
+// write a schema it does not know.
+func Migrate(ctx context.Context, dsn string) ([]int, error) {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connecting: %w", err)
+	}
+	defer c.Close(context.Background())
+	return migrate(ctx, c)
+}
+
+func migrate(ctx context.Context, c *pgx.Conn) (applied []int, err error) {
+	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", lockMigrate); err != nil {
+		return nil, fmt.Errorf("postgres: waiting for the migration lock: %w", err)
+	}
+	defer func() {
+		if _, uerr := c.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", lockMigrate); uerr != nil && err == nil {
+			err = fmt.Errorf("postgres: releasing the migration lock: %w", uerr)
+		}
+	}()
+	if _, err := c.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS waisteer;
+	CREATE TABLE IF NOT EXISTS waisteer.schema_versions (
+		version    integer PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return nil, fmt.Errorf("postgres: the schema's version table: %w", err)
+	}
+	have, err := schemaVersion(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if have > Version {
+		return nil, fmt.Errorf("postgres: the database's schema is version %d, newer than this waisteer's %d: run a waisteer of that version or newer", have, Version)
+	}
+	for v := have + 1; v <= Version; v++ {
+		err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO waisteer.schema_versions (version) VALUES ($1)", v)
+			return err
+		})
+		if err != nil {
+			return applied, fmt.Errorf("postgres: migration %d: %w", v, err)
+		}
+		applied = append(applied, v)
+	}
+	return applied, nil
+}
+
+// schemaVersion is the database's schema version; 0 before the first.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int, error) {
+	var v *int
+	err := q.QueryRow(ctx, "SELECT max(version) FROM waisteer.schema_versions").Scan(&v)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // undefined_table, invalid_schema_name
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: reading the schema's version: %w", err)
+	}
+	if v == nil {
+		return 0, nil
+	}
+	return *v, nil
+}
+
+// checkVersion refuses a database whose schema is not this build's.
+func checkVersion(ctx context.Context, p *pgxpool.Pool) error {
+	v, err := schemaVersion(ctx, p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case v < Version:
+		return fmt.Errorf("postgres: the database's schema is version %d, this waisteer's %d: run waisteer migrate (waisteer serve migrates at start-up)", v, Version)
+	case v > Version:
+		return fmt.Errorf("postgres: the database's schema is version %d, newer than this waisteer's %d", v, Version)
+	}
+	return nil
+}

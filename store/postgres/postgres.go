@@ -1,0 +1,658 @@
+// Package postgres is the store on PostgreSQL (issue 15): any number of
+// waisteer instances keep one room's records, policies, key log heads and
+// decisions in one database, where bbolt (package store) keeps one
+// instance's. It stores what the bbolt store stores, as it stores it:
+// decisions compactly (store.AppendDecisionRow, with their room, policy and
+// signer by a shared context and their evidence by a shared snapshot), the
+// exact bytes rebuilt on request (store.Rebuild).
+//
+// Every write is one transaction, durable when it returns (PostgreSQL's
+// commit). Records, decisions and changes to rooms and active policies are
+// numbered in commit order from one sequence, under a lock of their feed
+// held to the commit, so that an instance that follows a feed by number
+// misses nothing (migrate.go).
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/store"
+)
+
+// Store is the store on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool  *pgxpool.Pool
+	chunk int
+
+	mu       sync.Mutex
+	contexts map[context3]int64 // ids of the contexts known to be held
+}
+
+// context3 is a decision's room, policy and signer.
+type context3 struct {
+	room, policy sig.Hash
+	signer       sig.PublicKey
+}
+
+var _ store.Store = (*Store)(nil)
+
+const defaultPruneChunk = 1000
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	chunk   int
+	migrate bool
+}
+
+// WithPruneChunk sets how many records, or decisions, Prune removes in each
+// transaction (default 1000).
+func WithPruneChunk(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.chunk = n
+		}
+	}
+}
+
+// WithMigrate has Open apply the pending migrations first (as waisteer
+// serve does at start-up); without it Open refuses a database whose schema
+// is not this build's.
+func WithMigrate() Option { return func(o *options) { o.migrate = true } }
+
+// Open connects to the database at dsn (a PostgreSQL connection string or
+// URL, as pgx reads it) and checks its schema's version.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	o := options{chunk: defaultPruneChunk}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.migrate {
+		if _, err := Migrate(ctx, dsn); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: the DSN does not read: %w", err)
+	}
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := checkVersion(ctx, p); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return &Store{pool: p, chunk: o.chunk, contexts: map[context3]int64{}}, nil
+}
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// i64 writes a u64 of the room clock as a bigint of the same order.
+func i64(u uint64) int64 { return int64(u ^ 1<<63) }
+
+// u64 reads what i64 wrote.
+func u64(i int64) uint64 { return uint64(i) ^ 1<<63 }
+
+// nonNil keeps an empty value apart from NULL, which pgx writes for nil.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// hash reads a 32-byte column.
+func hash(b []byte) (sig.Hash, error) {
+	var h sig.Hash
+	if len(b) != len(h) {
+		return h, fmt.Errorf("postgres: a digest of %d bytes", len(b))
+	}
+	copy(h[:], b)
+	return h, nil
+}
+
+// notFound turns pgx's no rows into store.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// inFeed runs fn in a transaction that holds the feed's lock, and notifies
+// the feed's listeners when it commits.
+func (s *Store) inFeed(ctx context.Context, lock int64, feed string, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lock); err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "SELECT pg_notify('waisteer', $1)", feed)
+		return err
+	})
+}
+
+// PutRoom stores a room, replacing its descriptor and key log head.
+func (s *Store) PutRoom(ctx context.Context, r store.Room) error {
+	return s.inFeed(ctx, lockChanges, "changes", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.rooms (id, descriptor, key_log_head) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET descriptor = excluded.descriptor, key_log_head = excluded.key_log_head`,
+			r.ID[:], nonNil(r.Descriptor), r.KeyLogHead); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, kind, room) VALUES (nextval('waisteer.feed'), 'room', $1)", r.ID[:])
+		return err
+	})
+}
+
+// Rooms returns every room held.
+func (s *Store) Rooms(ctx context.Context) ([]store.Room, error) {
+	rows, err := s.pool.Query(ctx, "SELECT id, descriptor, key_log_head FROM waisteer.rooms ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	var rs []store.Room
+	for rows.Next() {
+		var id, desc, head []byte
+		if err := rows.Scan(&id, &desc, &head); err != nil {
+			return nil, err
+		}
+		h, err := hash(id)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, store.Room{ID: h, Descriptor: nonNil(desc), KeyLogHead: head})
+	}
+	return rs, rows.Err()
+}
+
+// PutPolicy stores a policy by digest and, with active, makes it the room's
+// active policy.
+func (s *Store) PutPolicy(ctx context.Context, room sig.Hash, digest sig.Hash, raw []byte, active bool) error {
+	put := func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO waisteer.policies (digest, room, raw) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING",
+			digest[:], room[:], nonNil(raw))
+		return err
+	}
+	if !active {
+		return pgx.BeginFunc(ctx, s.pool, put)
+	}
+	return s.inFeed(ctx, lockChanges, "changes", func(tx pgx.Tx) error {
+		if err := put(tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.active_policies (room, digest) VALUES ($1, $2)
+			ON CONFLICT (room) DO UPDATE SET digest = excluded.digest`, room[:], digest[:]); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, kind, room) VALUES (nextval('waisteer.feed'), 'policy', $1)", room[:])
+		return err
+	})
+}
+
+// Policy returns the policy with the digest.
+func (s *Store) Policy(ctx context.Context, digest sig.Hash) ([]byte, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, "SELECT raw FROM waisteer.policies WHERE digest = $1", digest[:]).Scan(&raw)
+	return nonNil(raw), notFound(err)
+}
+
+// ActivePolicy returns the room's active policy.
+func (s *Store) ActivePolicy(ctx context.Context, room sig.Hash) (sig.Hash, []byte, error) {
+	var d, raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT a.digest, p.raw FROM waisteer.active_policies a
+		JOIN waisteer.policies p ON p.digest = a.digest WHERE a.room = $1`, room[:]).Scan(&d, &raw)
+	if err != nil {
+		return sig.Hash{}, nil, notFound(err)
+	}
+	h, err := hash(d)
+	return h, nonNil(raw), err
+}
+
+// PutRecords stores the records not yet held, in one transaction, and
+// reports which were new; of one given twice, the first.
+func (s *Store) PutRecords(ctx context.Context, rs []store.Record) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(rs))
+	if len(rs) == 0 {
+		return added, nil
+	}
+	cols := make([][][]byte, 4)
+	starts, ends := make([]int64, len(rs)), make([]int64, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		cols[0] = append(cols[0], r.Digest[:])
+		cols[1] = append(cols[1], r.Room[:])
+		cols[2] = append(cols[2], r.Hop[:])
+		cols[3] = append(cols[3], nonNil(r.Raw))
+		starts[i], ends[i] = i64(r.Start), i64(r.End)
+	}
+	err := s.inFeed(ctx, lockRecords, "records", func(tx pgx.Tx) error {
+		clear(added)
+		rows, err := tx.Query(ctx, `INSERT INTO waisteer.records (digest, seq, room, hop, start_t, end_t, raw)
+			SELECT d, nextval('waisteer.feed'), r, h, s, e, w
+			FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bytea[]) WITH ORDINALITY AS u(d, r, h, s, e, w, i)
+			ORDER BY i
+			ON CONFLICT (digest) DO NOTHING RETURNING digest`,
+			cols[0], cols[1], cols[2], starts, ends, cols[3])
+		if err != nil {
+			return err
+		}
+		fresh := map[sig.Hash]bool{}
+		for rows.Next() {
+			var d []byte
+			if err := rows.Scan(&d); err != nil {
+				return err
+			}
+			h, err := hash(d)
+			if err != nil {
+				return err
+			}
+			fresh[h] = true
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range rs {
+			if fresh[rs[i].Digest] {
+				added[i] = true
+				delete(fresh, rs[i].Digest) // a later copy was not new
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return added, nil
+}
+
+// Record returns the WMH1 bytes of the record with the digest.
+func (s *Store) Record(ctx context.Context, digest sig.Hash) ([]byte, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, "SELECT raw FROM waisteer.records WHERE digest = $1", digest[:]).Scan(&raw)
+	return nonNil(raw), notFound(err)
+}
+
+// Records calls fn for each record of the room whose end is after since, in
+// ascending order of end and then digest (the bbolt store's order).
+func (s *Store) Records(ctx context.Context, room sig.Hash, since uint64, fn func(store.Record) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT digest, hop, start_t, end_t, raw FROM waisteer.records
+		WHERE room = $1 AND end_t > $2 ORDER BY end_t, digest`, room[:], i64(since))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d, hop, raw []byte
+		var start, end int64
+		if err := rows.Scan(&d, &hop, &start, &end, &raw); err != nil {
+			return err
+		}
+		r := store.Record{Room: room, Start: u64(start), End: u64(end), Raw: nonNil(raw)}
+		var err error
+		if r.Digest, err = hash(d); err != nil {
+			return err
+		}
+		if len(hop) != len(r.Hop) {
+			return fmt.Errorf("postgres: record %s's hop key has %d bytes", r.Digest, len(hop))
+		}
+		copy(r.Hop[:], hop)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// PutDecisions stores the decisions not yet held and the snapshots they
+// reference, in one transaction; a refusal writes nothing.
+func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []store.Decision) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rows := make([][]byte, len(ds))
+	for i := range ds {
+		var err error
+		if rows[i], err = store.AppendDecisionRow(nil, &ds[i]); err != nil {
+			return err
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	var fresh map[context3]int64
+	err := s.inFeed(ctx, lockDecisions, "decisions", func(tx pgx.Tx) error {
+		fresh = map[context3]int64{}
+		// The decisions not held, each once: the writers of decisions hold
+		// the feed's lock, so none is added before this commits.
+		digests := make([][]byte, 0, len(ds))
+		for i := range ds {
+			digests = append(digests, ds[i].Digest[:])
+		}
+		held, err := hashSet(ctx, tx, "SELECT digest FROM waisteer.decisions WHERE digest = ANY($1)", digests)
+		if err != nil {
+			return err
+		}
+		var todo []int
+		for i := range ds {
+			if !held[ds[i].Digest] {
+				held[ds[i].Digest] = true
+				todo = append(todo, i)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		snapshots, err := s.snapshotIDs(ctx, tx, ev, ds, todo)
+		if err != nil {
+			return err
+		}
+		cols := make([][][]byte, 2)
+		ts, ctxs, snaps := make([]int64, 0, len(todo)), make([]int64, 0, len(todo)), make([]int64, 0, len(todo))
+		for _, i := range todo {
+			d := &ds[i]
+			c := context3{d.Room, d.Policy, d.Signer}
+			id, err := s.contextID(ctx, tx, c, fresh)
+			if err != nil {
+				return err
+			}
+			cols[0] = append(cols[0], d.Digest[:])
+			cols[1] = append(cols[1], rows[i])
+			ts, ctxs, snaps = append(ts, i64(d.T)), append(ctxs, id), append(snaps, snapshots[d.Evidence])
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (digest, seq, t, context, snapshot, row)
+			SELECT d, nextval('waisteer.feed'), t, c, s, r
+			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(d, t, c, s, r, i)
+			ORDER BY i`, cols[0], ts, ctxs, snaps, cols[1])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(fresh) > 0 {
+		s.mu.Lock()
+		for c, id := range fresh {
+			s.contexts[c] = id
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// hashSet runs a query of one bytea column over one array argument.
+func hashSet(ctx context.Context, tx pgx.Tx, q string, arg [][]byte) (map[sig.Hash]bool, error) {
+	rows, err := tx.Query(ctx, q, arg)
+	if err != nil {
+		return nil, err
+	}
+	set := map[sig.Hash]bool{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		h, err := hash(b)
+		if err != nil {
+			return nil, err
+		}
+		set[h] = true
+	}
+	return set, rows.Err()
+}
+
+// snapshotIDs returns the ids of the snapshots the decisions ds[todo]
+// reference, writing those given in ev that are not held. Those held are
+// locked (FOR KEY SHARE) to the commit, so that Prune cannot remove one that
+// a decision written here is about to reference.
+func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence, ds []store.Decision, todo []int) (map[sig.Hash]int64, error) {
+	var keys [][]byte
+	need := map[sig.Hash]bool{}
+	for _, i := range todo {
+		if k := ds[i].Evidence; !need[k] {
+			need[k] = true
+			keys = append(keys, k[:])
+		}
+	}
+	ids := map[sig.Hash]int64{}
+	scan := func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id int64
+			var k []byte
+			if err := rows.Scan(&id, &k); err != nil {
+				return err
+			}
+			h, err := hash(k)
+			if err != nil {
+				return err
+			}
+			ids[h] = id
+		}
+		return rows.Err()
+	}
+	rows, err := tx.Query(ctx, "SELECT id, key FROM waisteer.snapshots WHERE key = ANY($1) ORDER BY id FOR KEY SHARE", keys)
+	if err != nil {
+		return nil, err
+	}
+	if err := scan(rows); err != nil {
+		return nil, err
+	}
+	var newKeys, bodies [][]byte
+	for _, k := range keys {
+		h := sig.Hash(k)
+		if _, ok := ids[h]; ok {
+			continue
+		}
+		j := slices.IndexFunc(ev, func(e store.Evidence) bool { return e.Key == h })
+		if j < 0 {
+			return nil, fmt.Errorf("%w: %s", store.ErrSnapshotMissing, h)
+		}
+		if sha256.Sum256(ev[j].Body) != h {
+			return nil, fmt.Errorf("store: snapshot %s is not the SHA-256 of its body", h)
+		}
+		newKeys, bodies = append(newKeys, k), append(bodies, nonNil(ev[j].Body))
+	}
+	if len(newKeys) == 0 {
+		return ids, nil
+	}
+	rows, err = tx.Query(ctx, `INSERT INTO waisteer.snapshots (key, body) SELECT k, b FROM unnest($1::bytea[], $2::bytea[]) AS u(k, b)
+		RETURNING id, key`, newKeys, bodies)
+	if err != nil {
+		return nil, err
+	}
+	if err := scan(rows); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// contextID returns the id of c, adding it when it is not held.
+func (s *Store) contextID(ctx context.Context, tx pgx.Tx, c context3, fresh map[context3]int64) (int64, error) {
+	if id, ok := fresh[c]; ok {
+		return id, nil
+	}
+	s.mu.Lock()
+	id, ok := s.contexts[c]
+	s.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	err := tx.QueryRow(ctx, `WITH n AS (
+			INSERT INTO waisteer.contexts (room, policy, signer) VALUES ($1, $2, $3)
+			ON CONFLICT (room, policy, signer) DO NOTHING RETURNING id)
+		SELECT id FROM n UNION ALL SELECT id FROM waisteer.contexts WHERE room = $1 AND policy = $2 AND signer = $3`,
+		c.room[:], c.policy[:], c.signer[:]).Scan(&id)
+	if err != nil {
+		return 0, err
+	}
+	fresh[c] = id
+	return id, nil
+}
+
+// Decision returns the stored decision with the digest.
+func (s *Store) Decision(ctx context.Context, digest sig.Hash) (store.Decision, error) {
+	var t int64
+	var room, policy, signer, key, row []byte
+	err := s.pool.QueryRow(ctx, `SELECT d.t, c.room, c.policy, c.signer, n.key, d.row FROM waisteer.decisions d
+		JOIN waisteer.contexts c ON c.id = d.context JOIN waisteer.snapshots n ON n.id = d.snapshot
+		WHERE d.digest = $1`, digest[:]).Scan(&t, &room, &policy, &signer, &key, &row)
+	if err != nil {
+		return store.Decision{}, notFound(err)
+	}
+	d := store.Decision{Digest: digest, T: u64(t)}
+	if err := store.ParseDecisionRow(row, &d); err != nil {
+		return store.Decision{}, fmt.Errorf("postgres: decision %s: %w", digest, err)
+	}
+	if d.Room, err = hash(room); err != nil {
+		return store.Decision{}, err
+	}
+	if d.Policy, err = hash(policy); err != nil {
+		return store.Decision{}, err
+	}
+	if d.Evidence, err = hash(key); err != nil {
+		return store.Decision{}, err
+	}
+	if len(signer) != len(d.Signer) {
+		return store.Decision{}, fmt.Errorf("postgres: decision %s's signer has %d bytes", digest, len(signer))
+	}
+	copy(d.Signer[:], signer)
+	return d, nil
+}
+
+// EvidenceSnapshot returns the body of the snapshot with the key.
+func (s *Store) EvidenceSnapshot(ctx context.Context, key sig.Hash) ([]byte, error) {
+	var body []byte
+	err := s.pool.QueryRow(ctx, "SELECT body FROM waisteer.snapshots WHERE key = $1", key[:]).Scan(&body)
+	return nonNil(body), notFound(err)
+}
+
+// Prune removes the records whose end is before recordsBefore, then the
+// decisions whose t is before decisionsBefore and the snapshots no decision
+// left references, each group of at most the prune chunk in a transaction
+// of its own, so that the writers go on between them.
+func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64) (store.PruneStats, error) {
+	var st store.PruneStats
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM waisteer.records WHERE digest IN
+			(SELECT digest FROM waisteer.records WHERE end_t < $1 ORDER BY end_t LIMIT $2)`, i64(recordsBefore), s.chunk)
+		if err != nil {
+			return st, err
+		}
+		st.Records += int(tag.RowsAffected())
+		if tag.RowsAffected() < int64(s.chunk) {
+			break
+		}
+	}
+	for {
+		var n, gone int
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			n, gone = 0, 0
+			rows, err := tx.Query(ctx, `DELETE FROM waisteer.decisions WHERE digest IN
+				(SELECT digest FROM waisteer.decisions WHERE t < $1 ORDER BY t LIMIT $2) RETURNING snapshot`, i64(decisionsBefore), s.chunk)
+			if err != nil {
+				return err
+			}
+			var snaps []int64
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				n++
+				if !slices.Contains(snaps, id) {
+					snaps = append(snaps, id)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(snaps) == 0 {
+				return nil
+			}
+			gone, err = pruneSnapshots(ctx, tx, snaps)
+			return err
+		})
+		if err != nil {
+			return st, err
+		}
+		st.Decisions += n
+		st.Snapshots += gone
+		if n < s.chunk {
+			return st, nil
+		}
+	}
+}
+
+// pruneSnapshots removes those of the snapshots no decision references. A
+// writer that has just referenced one holds it locked; the removal then
+// fails on the reference (a foreign key violation) once that writer
+// commits, and the snapshot stays: that part is undone alone, at its
+// savepoint, and the next Prune tries again.
+func pruneSnapshots(ctx context.Context, tx pgx.Tx, ids []int64) (int, error) {
+	var gone int
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		tag, err := sp.Exec(ctx, `DELETE FROM waisteer.snapshots n WHERE n.id = ANY($1)
+			AND NOT EXISTS (SELECT 1 FROM waisteer.decisions d WHERE d.snapshot = n.id)`, ids)
+		gone = int(tag.RowsAffected())
+		return err
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
+		return 0, nil
+	}
+	return gone, err
+}
+
+// Secret returns the secret of that name, made at its first call by
+// whichever instance asks first.
+func (s *Store) Secret(ctx context.Context, name string, n int) ([]byte, error) {
+	if n <= 0 || n > 1024 {
+		return nil, fmt.Errorf("store: a secret of %d bytes", n)
+	}
+	v := make([]byte, n)
+	if _, err := rand.Read(v); err != nil {
+		return nil, fmt.Errorf("store: making a secret: %w", err)
+	}
+	var held []byte
+	var err error
+	// Of two instances asking first at once, the one whose insert waited
+	// for the other's sees neither row in its statement's snapshot: it asks
+	// again, and then reads the other's.
+	for range 2 {
+		err = s.pool.QueryRow(ctx, `WITH n AS (
+				INSERT INTO waisteer.secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING value)
+			SELECT value FROM n UNION ALL SELECT value FROM waisteer.secrets WHERE name = $1`, name, v).Scan(&held)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(held) != n {
+		return nil, fmt.Errorf("store: the secret %q is %d bytes, not %d", name, len(held), n)
+	}
+	return held, nil
+}
