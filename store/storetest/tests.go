@@ -35,8 +35,10 @@ func testRooms(t *testing.T, e Engine) {
 	if err := s.PutRoom(bg, a); err != nil {
 		t.Fatal(err)
 	}
-	a.KeyLogHead[0] = 'X' // the store holds its own copy
-	a.KeyLogHead[0] = 'h'
+	// The store holds its own copy: a change to the caller's slice after
+	// PutRoom is not seen (a is compared with a fresh slice of the bytes put).
+	a.KeyLogHead[0] = 'X'
+	a.KeyLogHead = []byte("head 2, longer")
 	rs, err := s.Rooms(bg)
 	if err != nil {
 		t.Fatal(err)
