@@ -1,0 +1,20 @@
+package store
+
+// What the external tests (engines_test.go) need of the engines' insides:
+// the checks of their invariants and the count of snapshots held.
+
+var (
+	OpenTestBolt     = openTestBolt
+	MemoryInvariants = memoryInvariants
+	SnapshotCount    = snapshotCount
+)
+
+// NewMemoryPruneChunk is NewMemory with Prune removing at most n rows per
+// write (n 0: the default), as WithPruneChunk sets it for a Bolt.
+func NewMemoryPruneChunk(n int) *Memory {
+	m := NewMemory()
+	if n > 0 {
+		m.chunk = n
+	}
+	return m
+}
