@@ -16,6 +16,7 @@ import (
 	"github.com/waisteer/waisteer/internal/pgtest"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
+	"github.com/waisteer/waisteer/store/storetest"
 )
 
 // server is the package's PostgreSQL, one for every test; each test has a
@@ -242,4 +243,22 @@ func TestFeedFollowerMissesNothing(t *testing.T) {
 			t.Errorf("the follower never saw record %d", n)
 		}
 	}
+}
+
+// The store suite every engine passes (store/storetest), on PostgreSQL.
+func TestSuite(t *testing.T) {
+	storetest.Run(t, storetest.Engine{
+		Name: "postgres",
+		Open: func(t *testing.T, chunk int) store.Store {
+			s, _ := open(t, WithPruneChunk(chunk))
+			return s
+		},
+		Snapshots: func(t testing.TB, st store.Store) int {
+			var n int
+			if err := st.(*Store).pool.QueryRow(context.Background(), "SELECT count(*) FROM waisteer.snapshots").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+	})
 }
