@@ -145,3 +145,36 @@ type Loads interface {
 	// of pathways).
 	Reset(ctx context.Context, room sig.Hash) error
 }
+
+// Feed is what a store shared by several servers (issue 15) tells each of
+// them about what the others wrote, in commit order, so that a record
+// posted to any server is in the evidence of every one, and a policy or
+// key log head put to one is active on all. A store that one server holds
+// alone (Bolt, Memory) has no feed.
+type Feed interface {
+	// FeedHead is the feeds' position now. A server reads it before it
+	// reads the store's state at start-up, then follows from it: what is
+	// written in between comes again, and is known already (records are
+	// idempotent by digest; a change is read from the store as it stands).
+	FeedHead(ctx context.Context) (FeedPosition, error)
+	// Follow calls fn, in commit order, with what the other servers wrote
+	// after from, as soon as it is committed, until ctx ends or the store
+	// cannot be reached; it then returns the error, and the caller follows
+	// again from the last position fn was given, missing nothing. fn's
+	// batch is valid only during the call.
+	Follow(ctx context.Context, from FeedPosition, fn func(FeedBatch) error) error
+}
+
+// FeedPosition is how far a server has followed each feed: the number of
+// the last record and change it was given.
+type FeedPosition struct{ Records, Changes int64 }
+
+// FeedBatch is what Follow gives at once: records in commit order, the
+// rooms whose descriptor and key log head, or active policy, changed, and
+// the position after them.
+type FeedBatch struct {
+	Records  []Record
+	Rooms    []sig.Hash // PutRoom: read the room again
+	Policies []sig.Hash // PutPolicy with active: read the room's active policy again
+	At       FeedPosition
+}

@@ -157,6 +157,15 @@ steering_key = "steer.key"
 		// COMPANION §4.1 step 3: a room with an origin needs its key log.
 		{"no key log", strings.Replace(room, "keylog = \"keylog.cbor\"\n", "", 1), "serve.toml:3: room[0].descriptor: the room step refuses the room: key_log_missing"},
 		{"two rooms", room + room, "serve.toml:8: room[1]: room " + r.ID.String() + " is room[0]'s too"},
+		// Issue 15: the store's engine, and a DSN never in the file.
+		{"store engine", "[store]\nengine = \"sqlite\"\n" + room, `serve.toml:2: store.engine: "sqlite" is not "bbolt" (the default, in data_dir) or "postgres"`},
+		{"store dsn", "[store]\nengine = \"postgres\"\ndsn = \"postgres://u:pw@db/w\"\n" + room, "serve.toml:3: store.dsn: a DSN is not written in the configuration (it may hold a password)"},
+		{"store no dsn", "[store]\nengine = \"postgres\"\n" + room, `serve.toml:2: store.engine: "postgres" needs the database's DSN: give dsn_env or dsn_file`},
+		{"store dsn env", "[store]\nengine = \"postgres\"\ndsn_env = \"WAISTEER_UNSET\"\n" + room, "serve.toml:3: store.dsn_env: the environment variable WAISTEER_UNSET is unset or empty"},
+		{"store dsn twice", "[store]\nengine = \"postgres\"\ndsn_env = \"D\"\ndsn_file = \"empty\"\n" + room, "serve.toml:4: store.dsn_file: give dsn_env or dsn_file, not both"},
+		{"store dsn empty", "[store]\nengine = \"postgres\"\ndsn_file = \"empty\"\n" + room, "serve.toml:3: store.dsn_file: " + filepath.Join(dir, "empty") + " holds no DSN"},
+		{"store bolt dsn", "[store]\ndsn_env = \"D\"\n" + room, `serve.toml:2: store.dsn_env: is PostgreSQL's: give engine = "postgres" with it`},
+		{"store and data_dir", "data_dir = \"data\"\n[store]\nengine = \"postgres\"\ndsn_file = \"other.key\"\n" + room, `serve.toml:1: data_dir: is bbolt's directory; with [store] engine = "postgres" the state is in the database`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -177,6 +186,11 @@ steering_key = "steer.key"
 		func(k string) string { return map[string]string{"TOKEN": " s3cret\n"}[k] })
 	if err != nil || cfg.Server.OperatorToken != "s3cret" {
 		t.Errorf("token from the environment: %v, %q", err, cfg.Server.OperatorToken)
+	}
+	cfg, err = serve.Parse(filepath.Join(dir, "serve.toml"), []byte("[store]\nengine = \"postgres\"\ndsn_env = \"DB\"\n"+room),
+		func(k string) string { return map[string]string{"DB": " postgres://w@db/w\n"}[k] })
+	if err != nil || cfg.Store != (serve.StoreConfig{Engine: serve.StorePostgres, DSN: "postgres://w@db/w"}) {
+		t.Errorf("DSN from the environment: %v, %+v", err, cfg.Store)
 	}
 	cfg, err = serve.Parse(filepath.Join(dir, "serve.toml"), []byte("operator_token_file = \"open.token\"\n"+room), os.Getenv)
 	if err != nil || cfg.Server.OperatorToken != "t0k" || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "can be read by others") {

@@ -119,7 +119,7 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 		defer os.RemoveAll(tmp)
 		storeDir = tmp
 	}
-	st, loads, err := serve.OpenStore(storeDir, slog.New(slog.DiscardHandler))
+	st, loads, err := serve.OpenStore(ctx, serve.StoreConfig{Engine: serve.StoreBolt}, storeDir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		ln.Close()
 		return err

@@ -39,6 +39,7 @@ import (
 	"github.com/waisteer/waisteer/internal/tomlfile"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
+	"github.com/waisteer/waisteer/store/postgres"
 )
 
 // The HTTP server's limits when the configuration leaves them out. A
@@ -75,7 +76,7 @@ func Run(ctx context.Context, stop func(), logger *slog.Logger, cfg *Config, rea
 		}()
 		cfg.Reloads = reloads
 	}
-	st, loads, err := OpenStore(cfg.DataDir, logger)
+	st, loads, err := OpenStore(ctx, cfg.Store, cfg.DataDir, logger)
 	if err != nil {
 		return err
 	}
@@ -103,9 +104,18 @@ func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("-log %q: text or json", format)
 }
 
-// OpenStore opens the bbolt store in dir, or keeps everything in memory when
-// dir is empty.
-func OpenStore(dir string, logger *slog.Logger) (store.Store, store.Loads, error) {
+// OpenStore opens the store of sc: on PostgreSQL, migrating its schema
+// first (one instance at a time); otherwise the bbolt store in dir, or
+// everything in memory when dir is empty.
+func OpenStore(ctx context.Context, sc StoreConfig, dir string, logger *slog.Logger) (store.Store, store.Loads, error) {
+	if sc.Engine == StorePostgres {
+		st, err := postgres.Open(ctx, sc.DSN, postgres.WithMigrate())
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the store: %w", err)
+		}
+		logger.Info("store opened", "engine", StorePostgres, "schema", postgres.Version)
+		return st, store.NewLoads(), nil
+	}
 	if dir == "" {
 		logger.Warn("no data_dir: the store is in memory, and records and decisions are lost when the server stops")
 		return store.NewMemory(), store.NewLoads(), nil
@@ -320,7 +330,8 @@ func newFront(cfg *Config, srv *server.Server, logger *slog.Logger, ln net.Liste
 type Config struct {
 	Listen   string
 	TLS      *tls.Config // nil: plain HTTP
-	DataDir  string      // "": in memory
+	DataDir  string      // "": in memory (bbolt's engine)
+	Store    StoreConfig
 	HTTP     Limits
 	Server   server.Config
 	Warnings []string // what the operator should know, each placed in the file
@@ -332,6 +343,21 @@ type Config struct {
 	// Reloads, when not nil, asks for the file to be read again and its
 	// pools steered by (SIGHUP; Run sets it).
 	Reloads <-chan struct{}
+}
+
+// The store's engines ([store] engine).
+const (
+	StoreBolt     = "bbolt"
+	StorePostgres = "postgres"
+)
+
+// StoreConfig is the [store] table: the engine that keeps the server's
+// state, and for PostgreSQL the database's DSN, read from the environment
+// or a file named there, never from the configuration itself (a DSN may
+// hold a password).
+type StoreConfig struct {
+	Engine string
+	DSN    string
 }
 
 // Limits are the HTTP server's: its engine and its bounds.
@@ -355,6 +381,7 @@ type serveFile struct {
 	TLSCert           *string         `toml:"tls_cert"`
 	TLSKey            *string         `toml:"tls_key"`
 	DataDir           *string         `toml:"data_dir"`
+	Store             *storeFile      `toml:"store"`
 	OperatorTokenFile *string         `toml:"operator_token_file"`
 	OperatorTokenEnv  *string         `toml:"operator_token_env"`
 	SessionGrace      *string         `toml:"session_grace"`
@@ -367,6 +394,13 @@ type serveFile struct {
 	Pool     []pool.File `toml:"pool"`
 	// Front serves the origin's playlists with the steering line added.
 	Front *frontFile `toml:"front"`
+}
+
+type storeFile struct {
+	Engine  *string `toml:"engine"`
+	DSN     *string `toml:"dsn"` // refused: a DSN may hold a password
+	DSNEnv  *string `toml:"dsn_env"`
+	DSNFile *string `toml:"dsn_file"`
 }
 
 type httpFile struct {
@@ -463,6 +497,10 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 
 	if f.DataDir != nil && *f.DataDir != "" {
 		cfg.DataDir = r.path(*f.DataDir)
+	}
+	cfg.Store = r.store(f.Store, getenv)
+	if cfg.Store.Engine == StorePostgres && cfg.DataDir != "" {
+		r.Errorf("data_dir", "is bbolt's directory; with [store] engine = %q the state is in the database", StorePostgres)
 	}
 
 	// The operator's token: from a file or from the environment, never
@@ -584,6 +622,59 @@ const (
 	maxTokenBytes = 4 << 10
 	maxPEMBytes   = 1 << 20
 )
+
+// maxDSNBytes bounds a DSN file.
+const maxDSNBytes = 4096
+
+// store reads the [store] table.
+func (r *serveReader) store(f *storeFile, getenv func(string) string) StoreConfig {
+	sc := StoreConfig{Engine: StoreBolt}
+	if f == nil {
+		return sc
+	}
+	if f.Engine != nil {
+		sc.Engine = *f.Engine
+	}
+	if sc.Engine != StoreBolt && sc.Engine != StorePostgres {
+		r.Errorf("store.engine", "%q is not %q (the default, in data_dir) or %q", sc.Engine, StoreBolt, StorePostgres)
+		return sc
+	}
+	if f.DSN != nil {
+		r.Errorf("store.dsn", "a DSN is not written in the configuration (it may hold a password): give dsn_env, the environment variable that holds it, or dsn_file, a file that does")
+	}
+	if sc.Engine == StoreBolt {
+		if f.DSNEnv != nil {
+			r.Errorf("store.dsn_env", "is PostgreSQL's: give engine = %q with it, or leave it out", StorePostgres)
+		}
+		if f.DSNFile != nil {
+			r.Errorf("store.dsn_file", "is PostgreSQL's: give engine = %q with it, or leave it out", StorePostgres)
+		}
+		return sc
+	}
+	switch {
+	case f.DSNEnv != nil && f.DSNFile != nil:
+		r.Errorf("store.dsn_file", "give dsn_env or dsn_file, not both")
+	case f.DSNEnv != nil:
+		sc.DSN = strings.TrimSpace(getenv(*f.DSNEnv))
+		if sc.DSN == "" {
+			r.Errorf("store.dsn_env", "the environment variable %s is unset or empty", *f.DSNEnv)
+		}
+	case f.DSNFile != nil:
+		path := r.path(*f.DSNFile)
+		b, err := files.Read(path, maxDSNBytes)
+		switch {
+		case err != nil:
+			r.Errorf("store.dsn_file", "%v", err)
+		case len(bytes.TrimSpace(b)) == 0:
+			r.Errorf("store.dsn_file", "%s holds no DSN", path)
+		default:
+			sc.DSN = string(bytes.TrimSpace(b))
+		}
+	default:
+		r.Errorf("store.engine", "%q needs the database's DSN: give dsn_env or dsn_file", StorePostgres)
+	}
+	return sc
+}
 
 // path resolves a path of the file relative to the file's directory.
 func (r *serveReader) path(p string) string {

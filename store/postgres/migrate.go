@@ -23,6 +23,14 @@ var migrations = []string{
 	`-- The order of commits that other instances follow (records, decisions,
 	-- changes): each of those is numbered from it under its feed's lock.
 	CREATE SEQUENCE waisteer.feed;
+	-- Each opening of the store by a server: its rows name it as their
+	-- writer, so that a server following the feeds skips its own.
+	CREATE TABLE waisteer.instances (
+		id      integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		host    text NOT NULL,
+		pid     integer NOT NULL,
+		started timestamptz NOT NULL DEFAULT now()
+	);
 	CREATE TABLE waisteer.rooms (
 		id           bytea PRIMARY KEY,
 		descriptor   bytea NOT NULL,
@@ -39,13 +47,15 @@ var migrations = []string{
 	);
 	-- A change to a room or to its active policy, for the other instances.
 	CREATE TABLE waisteer.changes (
-		seq  bigint PRIMARY KEY,
-		kind text NOT NULL,
-		room bytea NOT NULL
+		seq    bigint PRIMARY KEY,
+		writer integer NOT NULL,
+		kind   text NOT NULL, -- 'room' (its key log head) or 'policy' (its active one)
+		room   bytea NOT NULL
 	);
 	CREATE TABLE waisteer.records (
 		digest  bytea PRIMARY KEY,
 		seq     bigint NOT NULL UNIQUE,
+		writer  integer NOT NULL,
 		room    bytea NOT NULL,
 		hop     bytea NOT NULL,
 		start_t bigint NOT NULL,
@@ -73,6 +83,7 @@ var migrations = []string{
 	CREATE TABLE waisteer.decisions (
 		digest   bytea PRIMARY KEY,
 		seq      bigint NOT NULL UNIQUE,
+		writer   integer NOT NULL,
 		t        bigint NOT NULL,
 		context  bigint NOT NULL REFERENCES waisteer.contexts,
 		snapshot bigint NOT NULL REFERENCES waisteer.snapshots,

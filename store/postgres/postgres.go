@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 
@@ -32,8 +33,9 @@ import (
 
 // Store is the store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	pool  *pgxpool.Pool
-	chunk int
+	pool     *pgxpool.Pool
+	chunk    int
+	instance int32 // this opening's row in waisteer.instances: the writer of its rows
 
 	mu       sync.Mutex
 	contexts map[context3]int64 // ids of the contexts known to be held
@@ -96,7 +98,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		p.Close()
 		return nil, err
 	}
-	return &Store{pool: p, chunk: o.chunk, contexts: map[context3]int64{}}, nil
+	s := &Store{pool: p, chunk: o.chunk, contexts: map[context3]int64{}}
+	host, _ := os.Hostname()
+	if err := p.QueryRow(ctx, "INSERT INTO waisteer.instances (host, pid) VALUES ($1, $2) RETURNING id", host, os.Getpid()).Scan(&s.instance); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("postgres: registering the instance: %w", err)
+	}
+	return s, nil
 }
 
 // Close closes the connections.
@@ -137,10 +145,24 @@ func notFound(err error) error {
 	return err
 }
 
+// inTx runs fn in a transaction. A transaction that failed before anything
+// reached the server (a connection the pool held had died with a database
+// that went away and came back) is run again, on another connection: that
+// is safe, nothing of it was done.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	var err error
+	for range 3 {
+		if err = pgx.BeginFunc(ctx, s.pool, fn); err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 // inFeed runs fn in a transaction that holds the feed's lock, and notifies
 // the feed's listeners when it commits.
 func (s *Store) inFeed(ctx context.Context, lock int64, feed string, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lock); err != nil {
 			return err
 		}
@@ -160,7 +182,7 @@ func (s *Store) PutRoom(ctx context.Context, r store.Room) error {
 			r.ID[:], nonNil(r.Descriptor), r.KeyLogHead); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, kind, room) VALUES (nextval('waisteer.feed'), 'room', $1)", r.ID[:])
+		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, writer, kind, room) VALUES (nextval('waisteer.feed'), $1, 'room', $2)", s.instance, r.ID[:])
 		return err
 	})
 }
@@ -195,7 +217,7 @@ func (s *Store) PutPolicy(ctx context.Context, room sig.Hash, digest sig.Hash, r
 		return err
 	}
 	if !active {
-		return pgx.BeginFunc(ctx, s.pool, put)
+		return s.inTx(ctx, put)
 	}
 	return s.inFeed(ctx, lockChanges, "changes", func(tx pgx.Tx) error {
 		if err := put(tx); err != nil {
@@ -205,7 +227,7 @@ func (s *Store) PutPolicy(ctx context.Context, room sig.Hash, digest sig.Hash, r
 			ON CONFLICT (room) DO UPDATE SET digest = excluded.digest`, room[:], digest[:]); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, kind, room) VALUES (nextval('waisteer.feed'), 'policy', $1)", room[:])
+		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, writer, kind, room) VALUES (nextval('waisteer.feed'), $1, 'policy', $2)", s.instance, room[:])
 		return err
 	})
 }
@@ -251,12 +273,12 @@ func (s *Store) PutRecords(ctx context.Context, rs []store.Record) ([]bool, erro
 	}
 	err := s.inFeed(ctx, lockRecords, "records", func(tx pgx.Tx) error {
 		clear(added)
-		rows, err := tx.Query(ctx, `INSERT INTO waisteer.records (digest, seq, room, hop, start_t, end_t, raw)
-			SELECT d, nextval('waisteer.feed'), r, h, s, e, w
+		rows, err := tx.Query(ctx, `INSERT INTO waisteer.records (digest, seq, writer, room, hop, start_t, end_t, raw)
+			SELECT d, nextval('waisteer.feed'), $7, r, h, s, e, w
 			FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bytea[]) WITH ORDINALITY AS u(d, r, h, s, e, w, i)
 			ORDER BY i
 			ON CONFLICT (digest) DO NOTHING RETURNING digest`,
-			cols[0], cols[1], cols[2], starts, ends, cols[3])
+			cols[0], cols[1], cols[2], starts, ends, cols[3], s.instance)
 		if err != nil {
 			return err
 		}
@@ -383,10 +405,10 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 			cols[1] = append(cols[1], rows[i])
 			ts, ctxs, snaps = append(ts, i64(d.T)), append(ctxs, id), append(snaps, snapshots[d.Evidence])
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (digest, seq, t, context, snapshot, row)
-			SELECT d, nextval('waisteer.feed'), t, c, s, r
+		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (digest, seq, writer, t, context, snapshot, row)
+			SELECT d, nextval('waisteer.feed'), $6, t, c, s, r
 			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(d, t, c, s, r, i)
-			ORDER BY i`, cols[0], ts, ctxs, snaps, cols[1])
+			ORDER BY i`, cols[0], ts, ctxs, snaps, cols[1], s.instance)
 		return err
 	})
 	if err != nil {
@@ -567,7 +589,7 @@ func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64
 	}
 	for {
 		var n, gone int
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := s.inTx(ctx, func(tx pgx.Tx) error {
 			n, gone = 0, 0
 			rows, err := tx.Query(ctx, `DELETE FROM waisteer.decisions WHERE digest IN
 				(SELECT digest FROM waisteer.decisions WHERE t < $1 ORDER BY t LIMIT $2) RETURNING snapshot`, i64(decisionsBefore), s.chunk)
