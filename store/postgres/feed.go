@@ -161,4 +161,3 @@ func (s *Store) readFeed(ctx context.Context, at store.FeedPosition) (store.Feed
 	}
 	return b, rows.Err()
 }
-
