@@ -67,14 +67,17 @@ func (f *failStore) PutRecords(ctx context.Context, rs []store.Record) ([]bool, 
 
 // env is a server over a built scenario, behind a real HTTP listener.
 type env struct {
-	t     testing.TB
-	sc    *scenario.Scenario
-	mem   *store.Memory
-	st    *failStore
-	loads *store.MemLoads
-	clock *atomic.Uint64
-	srv   *Server
-	ts    *testFront
+	t   testing.TB
+	sc  *scenario.Scenario
+	mem *store.Memory
+	st  *failStore
+	// shared, when set, is the store the server runs on instead of st: a
+	// store several servers share (shared_test.go).
+	shared store.Store
+	loads  *store.MemLoads
+	clock  *atomic.Uint64
+	srv    *Server
+	ts     *testFront
 }
 
 // testEngine is the HTTP server the tests run the server behind: TestMain
@@ -104,6 +107,7 @@ func TestMain(m *testing.M) {
 			break
 		}
 	}
+	closePG()
 	os.Exit(code)
 }
 
@@ -175,7 +179,11 @@ func (e *env) start(edit func(*Config)) {
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := New(context.Background(), cfg, e.st, e.loads)
+	var st store.Store = e.st
+	if e.shared != nil {
+		st = e.shared
+	}
+	srv, err := New(context.Background(), cfg, st, e.loads)
 	if err != nil {
 		e.t.Fatal(err)
 	}

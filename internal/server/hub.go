@@ -56,6 +56,7 @@ type hub struct {
 	decisions string
 
 	accepted, duplicates atomic.Uint64
+	fromPeers            atomic.Uint64 // records other servers of a shared store accepted, joined to this one's evidence
 	offPolicy            atomic.Uint64 // records accepted whose hop is in no pathway of the policy
 	refused              counterMap[string]
 }

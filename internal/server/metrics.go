@@ -159,6 +159,7 @@ type metrics struct {
 	commitBatch    *histogram
 	commitLatency  *histogram
 	commitFailures atomic.Uint64
+	feedFailures   atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
 }
 
 func newMetrics() *metrics {
@@ -249,6 +250,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	m.commitLatency.write(&b, "waisteer_commit_duration_seconds", "")
 	b.WriteString("# HELP waisteer_commit_failures_total Group commits the store refused.\n# TYPE waisteer_commit_failures_total counter\n")
 	fmt.Fprintf(&b, "waisteer_commit_failures_total %d\n", m.commitFailures.Load())
+	b.WriteString("# HELP waisteer_feed_failures_total Times following the other servers' writes on a shared store failed and was retried.\n# TYPE waisteer_feed_failures_total counter\n")
+	fmt.Fprintf(&b, "waisteer_feed_failures_total %d\n", m.feedFailures.Load())
 
 	hubs := s.sortedHubs()
 	now := s.clock()

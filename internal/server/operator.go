@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -113,7 +114,7 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prevBase := h.base
-	_, st, aerr := s.install(r.Context(), h, p)
+	_, st, aerr := s.install(r.Context(), h, p, true)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -140,44 +141,56 @@ func (s *Server) serveKeyLogPut(w http.ResponseWriter, r *http.Request) {
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
 	cur := h.state.Load()
-	curSeq, has := cur.keyLogSeq()
-	if !has {
-		writeError(w, api.Errorf(api.NoOrigin, "the room names no origin and so has no key log (COMPANION §4)"))
-		return
-	}
+	curSeq, _ := cur.keyLogSeq()
 	if bytes.Equal(body, cur.head) {
 		api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: curSeq, Unchanged: true})
 		return
 	}
+	st, aerr := s.installHead(r.Context(), h, body, true)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	seq, _ := st.keyLogSeq()
+	s.log.Info("key log head replaced", "room", h.id.String(), "seq", seq, "previous", curSeq)
+	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: seq,
+		Warnings: s.warnHopGaps(h, st)})
+}
+
+// installHead checks a key log head for the room as serveKeyLogPut says
+// and installs it, storing it first when persist (a head another server
+// stored is installed as it is). h.opMu is held.
+func (s *Server) installHead(ctx context.Context, h *hub, body []byte, persist bool) (*roomState, *api.Error) {
+	cur := h.state.Load()
+	curSeq, has := cur.keyLogSeq()
+	if !has {
+		return nil, api.Errorf(api.NoOrigin, "the room names no origin and so has no key log (COMPANION §4)")
+	}
 	rm, err := room.Open(cur.descriptor, body)
 	if err != nil {
-		writeError(w, api.From(err))
-		return
+		return nil, api.From(err)
 	}
 	if seq := rm.Head().Seq; seq <= curSeq {
-		writeError(w, api.Errorf(api.KeyLogStale, "the head's seq %d is not greater than the current %d", seq, curSeq))
-		return
+		return nil, api.Errorf(api.KeyLogStale, "the head's seq %d is not greater than the current %d", seq, curSeq)
 	}
 	if err := rm.MaySignPolicy(cur.policy.Signer); err != nil {
-		writeError(w, api.Errorf(api.PolicySigner, "under this head the active policy's signer may not sign it (%s): %s", reason.Of(err), err))
-		return
+		return nil, api.Errorf(api.PolicySigner, "under this head the active policy's signer may not sign it (%s): %s", reason.Of(err), err)
 	}
 	st, err := newState(rm, cur.descriptor, body, cur.policy, h.signer)
 	if err != nil {
-		writeError(w, api.From(err))
-		return
+		return nil, api.From(err)
 	}
 	st.firsts = cur.firsts // the same policy: its counts go on
-	persist := func() error {
-		return s.st.PutRoom(r.Context(), store.Room{ID: h.id, Descriptor: cur.descriptor, KeyLogHead: body})
+	var put func() error
+	if persist {
+		put = func() error {
+			return s.st.PutRoom(ctx, store.Room{ID: h.id, Descriptor: cur.descriptor, KeyLogHead: body})
+		}
 	}
-	if err := h.replace(r.Context(), st, persist); err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "installing the key log head: %v", err))
-		return
+	if err := h.replace(ctx, st, put); err != nil {
+		return nil, api.Errorf(api.StoreUnavailable, "installing the key log head: %v", err)
 	}
-	s.log.Info("key log head replaced", "room", h.id.String(), "seq", rm.Head().Seq, "previous", curSeq)
-	api.WriteJSON(w, http.StatusOK, changeAnswer{Room: h.id.String(), Policy: cur.digest.String(), KeyLogSeq: rm.Head().Seq,
-		Warnings: s.warnHopGaps(h, st)})
+	return st, nil
 }
 
 // Status is a room's status (GET /v1/rooms/{room}/status, operator).
@@ -235,7 +248,10 @@ type RecordsStatus struct {
 	Duplicate uint64 `json:"duplicate"`
 	// OffPolicy counts the accepted records whose hop is in no pathway of
 	// the active policy (api.HopNotInPolicy).
-	OffPolicy uint64            `json:"off_policy"`
+	OffPolicy uint64 `json:"off_policy"`
+	// FromPeers counts the records other servers on the same shared store
+	// accepted since this one started, which its evidence holds too.
+	FromPeers uint64            `json:"from_peers"`
 	Refused   map[string]uint64 `json:"refused"`
 	InIndex   int               `json:"in_index"`
 }
@@ -268,7 +284,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		T:              t,
 		Decisions:      DecisionsStatus{ByReason: map[string]uint64{}},
 		Records: RecordsStatus{
-			Accepted: h.accepted.Load(), Duplicate: h.duplicates.Load(), OffPolicy: h.offPolicy.Load(), Refused: map[string]uint64{},
+			Accepted: h.accepted.Load(), Duplicate: h.duplicates.Load(), OffPolicy: h.offPolicy.Load(), FromPeers: h.fromPeers.Load(), Refused: map[string]uint64{},
 		},
 	}
 	if seq, ok := st.keyLogSeq(); ok {

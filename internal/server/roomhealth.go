@@ -91,7 +91,7 @@ func (h *hub) runChecks(ctx context.Context) {
 		case <-h.health.wake:
 		}
 		h.opMu.Lock()
-		_, _, aerr := h.s.install(ctx, h, h.base)
+		_, _, aerr := h.s.install(ctx, h, h.base, false) // the operator's policy is stored active already
 		h.opMu.Unlock()
 		if aerr != nil {
 			h.s.log.Error("steering by the policy the pathways' health calls for", "room", h.id.String(), "err", aerr.Detail)
@@ -132,7 +132,7 @@ func (h *hub) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.P
 // the room's active one, which a restart steers by, and the health
 // policy by digest, for auditors), the evidence rebuilt, then the state
 // published. It returns the states before and after. h.opMu is held.
-func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy) (cur, st *roomState, aerr *api.Error) {
+func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persist bool) (cur, st *roomState, aerr *api.Error) {
 	cur = h.state.Load()
 	down := h.downNow()
 	eff, err := h.healthPolicy(base, down)
@@ -161,14 +161,17 @@ func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy) (cur,
 		h.retired = prev
 		return cur, nil, api.From(err)
 	}
-	persist := func() error {
-		err := s.st.PutPolicy(ctx, h.id, base.Digest(), base.Bytes(), true)
+	put := func() error {
+		err := error(nil)
+		if persist {
+			err = s.st.PutPolicy(ctx, h.id, base.Digest(), base.Bytes(), true)
+		}
 		if err == nil && eff != base {
 			err = s.st.PutPolicy(ctx, h.id, eff.Digest(), eff.Bytes(), false)
 		}
 		return err
 	}
-	if err := h.replace(ctx, st, persist); err != nil {
+	if err := h.replace(ctx, st, put); err != nil {
 		h.retired = prev
 		return cur, nil, api.Errorf(api.StoreUnavailable, "installing the policy: %v", err)
 	}

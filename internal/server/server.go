@@ -138,6 +138,16 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	if s.clock == nil {
 		s.clock = func() uint64 { return uint64(time.Now().UnixMicro()) }
 	}
+	// A shared store's feed is followed from before its state is read:
+	// what is written meanwhile comes again, and is known already.
+	feed, shared := st.(store.Feed)
+	var feedAt store.FeedPosition
+	if shared {
+		var err error
+		if feedAt, err = feed.FeedHead(ctx); err != nil {
+			return nil, fmt.Errorf("server: reading the shared store's feed: %w", err)
+		}
+	}
 	stored, err := st.Rooms(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("server: reading the store's rooms: %w", err)
@@ -222,6 +232,10 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.records.run() }()
 	s.startPools(bg)
+	if shared {
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.follow(bg, feed, feedAt) }()
+	}
 	for _, h := range hubs {
 		if h.health != nil {
 			s.bg.Add(1)

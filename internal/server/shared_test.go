@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waisteer/waisteer/internal/pgtest"
+	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/store"
+	"github.com/waisteer/waisteer/store/postgres"
+)
+
+// The package's PostgreSQL, started by the first test that needs one and
+// stopped by TestMain.
+var (
+	pgOnce   sync.Once
+	pgServer *pgtest.Server
+	pgErr    error
+)
+
+func sharedPG(t testing.TB) *pgtest.Server {
+	t.Helper()
+	pgOnce.Do(func() { pgServer, pgErr = pgtest.New() })
+	if pgErr != nil {
+		t.Fatal(pgErr)
+	}
+	return pgServer
+}
+
+func closePG() {
+	if pgServer != nil {
+		pgServer.Close()
+	}
+}
+
+// sharedEnvs starts n servers of one scenario, each on its own connection
+// to one fresh PostgreSQL database, on one clock.
+func sharedEnvs(t *testing.T, spec scenario.Spec, n int) []*env {
+	t.Helper()
+	dsn := sharedPG(t).Database(t)
+	sc, err := scenario.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newClock(t0)
+	var es []*env
+	for i := range n {
+		opts := []postgres.Option{}
+		if i == 0 {
+			opts = append(opts, postgres.WithMigrate())
+		}
+		st, err := postgres.Open(context.Background(), dsn, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		e := &env{t: t, sc: sc, mem: store.NewMemory(), shared: st, loads: store.NewLoads(), clock: clock}
+		e.st = &failStore{Store: e.mem}
+		e.start(nil)
+		es = append(es, e)
+	}
+	return es
+}
+
+// within polls cond every 10 ms for up to d and says how long it took.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// Issue 15 item 2: a record posted to one server is in the evidence of
+// every other within one second; a policy or a key log head put to one is
+// active on all within one second; any server answers any decision by
+// digest.
+func TestSharedStoreOneRoom(t *testing.T) {
+	es := sharedEnvs(t, scenario.Spec{Periods: 6}, 3)
+	a, b, c := es[0], es[1], es[2]
+
+	// The scenario's records, each posted to one of the three.
+	for i, r := range a.sc.Records {
+		es[i%3].postRecords([][]byte{r}, http.StatusOK)
+	}
+	n := uint64(len(a.sc.Records))
+	for _, e := range es {
+		took := within(t, 2*time.Second, "every record in every server's evidence", func() bool {
+			st := e.status()
+			return st.Records.Accepted+st.Records.FromPeers == n
+		})
+		if took > time.Second {
+			t.Errorf("the records reached a server in %v, over a second", took)
+		}
+	}
+	// With the same evidence, the servers rank alike (§6.2).
+	order := a.status().Order
+	for _, e := range es[1:] {
+		if got := e.status().Order; !slices.Equal(got, order) {
+			t.Fatalf("orders %v and %v from the same records", order, got)
+		}
+	}
+
+	// A decision made by one is answered, and verifies (§9), from another.
+	m := b.steer("/v1/steer", nil)
+	if _, facts := c.audit(m); facts == nil {
+		t.Fatal("the decision did not verify from another server")
+	}
+
+	// A policy put to one steers every one.
+	next := resign(t, a.sc, a.sc.SteerKey, func(p *policy.Policy) { p.TTLs = 120 })
+	if resp, body := a.put("policy", next); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT policy: %d %s", resp.StatusCode, body)
+	}
+	want, err := policy.Parse(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		took := within(t, 2*time.Second, "the new policy active everywhere", func() bool { return e.status().Policy.Digest == want.Digest().String() })
+		if took > time.Second {
+			t.Errorf("the policy reached a server in %v, over a second", took)
+		}
+		if m := e.steer("/v1/steer", nil); m.TTL != 120 {
+			t.Errorf("a manifest under the new policy has TTL %d, want 120", m.TTL)
+		}
+	}
+
+	// A key log head put to another is the head of every one.
+	seq := *a.status().KeyLogSeq + 1
+	if resp, body := c.put("keylog", head(t, a.sc, seq, nil)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT keylog: %d %s", resp.StatusCode, body)
+	}
+	for _, e := range es {
+		within(t, 2*time.Second, fmt.Sprintf("key log seq %d everywhere", seq), func() bool {
+			st := e.status()
+			return st.KeyLogSeq != nil && *st.KeyLogSeq == seq
+		})
+	}
+	if os.Getenv("WAISTEER_DEBUG") != "" {
+		t.Logf("order %v", order)
+	}
+}
+
+// Issue 15 item 4: with the database gone, steering answers 503 with
+// Retry-After (never a manifest without a durable decision, never a 404,
+// 410 or 429) and records 503; once it is back, the server steers again
+// without a restart, and every manifest that went out names a decision the
+// database holds.
+func TestSharedStoreOutage(t *testing.T) {
+	srv := pgtest.Start(t) // this test's own: it stops it
+	dsn := srv.Database(t)
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn, postgres.WithMigrate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sc, err := scenario.Build(scenario.Spec{Periods: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, sc: sc, mem: store.NewMemory(), shared: st, loads: store.NewLoads(), clock: newClock(t0)}
+	e.st = &failStore{Store: e.mem}
+	e.start(nil)
+	e.postRecords(sc.Records, http.StatusOK)
+	retry := strconv.FormatUint(uint64(sc.Policy.MinTTLs), 10)
+
+	var mu sync.Mutex
+	var sent []string // the decision URIs of the manifests that went out
+	counts := map[int]int{}
+	var bad []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := e.ts.Client().Get(e.ts.URL + "/v1/steer")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				counts[resp.StatusCode]++
+				switch resp.StatusCode {
+				case http.StatusOK:
+					var m manifest
+					if err := json.Unmarshal(body, &m); err != nil {
+						bad = append(bad, "a 200 that is no manifest: "+string(body))
+					}
+					sent = append(sent, m.Decision)
+				case http.StatusServiceUnavailable:
+					if got := resp.Header.Get("Retry-After"); got != retry {
+						bad = append(bad, fmt.Sprintf("a 503 with Retry-After %q, want min_ttl_s %s", got, retry))
+					}
+				default:
+					bad = append(bad, fmt.Sprintf("status %d: %s", resp.StatusCode, body))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	count := func(code int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[code]
+	}
+	within(t, 5*time.Second, "manifests before the outage", func() bool { return count(http.StatusOK) >= 20 })
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	before := count(http.StatusOK)
+	within(t, 10*time.Second, "503s while the database is gone", func() bool { return count(http.StatusServiceUnavailable) >= 20 })
+	// Records are refused too, with Retry-After.
+	resp, body := e.do("POST", "/v1/rooms/"+e.room()+"/records", sc.Records[0], http.Header{"Content-Type": {"application/octet-stream"}})
+	if resp.StatusCode == http.StatusOK {
+		// The record is held already: a duplicate needs no write. A new
+		// one must be refused.
+		rec, err := sc.AddRecord(0, 0, 5*scenario.Period, 6*scenario.Period, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body = e.do("POST", "/v1/rooms/"+e.room()+"/records", rec, http.Header{"Content-Type": {"application/octet-stream"}})
+	}
+	wantError(t, "a record while the database is gone", resp, body, http.StatusServiceUnavailable, "store_unavailable")
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("a refused record names no Retry-After")
+	}
+	during := count(http.StatusOK) - before
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	back := count(http.StatusOK)
+	took := within(t, 15*time.Second, "steering again once the database is back", func() bool { return count(http.StatusOK) >= back+20 })
+	close(stop)
+	wg.Wait()
+	for _, b := range bad {
+		t.Error(b)
+	}
+	t.Logf("%d manifests, %d 503s; %d manifests went out in the outage (decisions committed just before it); steering again %v after the database was back",
+		count(http.StatusOK), count(http.StatusServiceUnavailable), during, took.Round(time.Millisecond))
+	for _, uri := range sent {
+		d, err := sig.ParseHash(uri[len(uri)-64:])
+		if err != nil {
+			t.Fatalf("decision URI %q: %v", uri, err)
+		}
+		if _, err := st.Decision(ctx, d); err != nil {
+			t.Fatalf("the decision of a manifest that went out, %s: %v", d, err)
+		}
+	}
+}
