@@ -104,6 +104,33 @@ func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session repo
 	return nil
 }
 
+// Merge records another server's decision for a session in the table
+// (the replica a shared store keeps in each server, issue 15): that its
+// latest decision put pathway first until expires, among n pathways. Of
+// two decisions for one session, the one that expires later is taken to
+// be the later, whichever arrives last: a merge that expires no later
+// than what the table holds changes nothing, and so does one for another
+// count of pathways than the table's (a server on another policy).
+func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int, expires, now uint64) {
+	if n < 1 || n > 255 || first < 0 || first >= n {
+		return
+	}
+	r := l.room(room)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.fit(n)
+	}
+	if r.n != n {
+		return
+	}
+	r.expire(now)
+	if s, held := r.slot[session]; held && r.slots[s].expires >= expires {
+		return
+	}
+	r.set(session, int32(first), expires, now)
+}
+
 // Snapshot returns the room's loads at now, in a new slice.
 func (l *MemLoads) Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error) {
 	if err := ctx.Err(); err != nil {

@@ -242,3 +242,47 @@ func TestLoadsConcurrent_6(t *testing.T) {
 		}
 	}
 }
+
+// Merge (issue 15): another server's decision for a session counts as the
+// session's latest when it expires later than what the table holds; the
+// counts below are worked by hand.
+func TestLoadsMerge(t *testing.T) {
+	l := NewLoads()
+	room := hash("merge")
+	a, b, c := session(1), session(2), session(3)
+	steer(t, l, room, 3, a, 10, 0, 100) // a on 0 until 100
+	l.Merge(room, 3, a, 1, 150, 20)     // a later decision elsewhere: a moves to 1
+	if got := snapshot(t, l, room, 3, 20); !slices.Equal(got, []uint32{0, 1, 0}) {
+		t.Fatalf("after a later decision for a: %v, want [0 1 0]", got)
+	}
+	l.Merge(room, 3, a, 0, 120, 20) // an earlier one arriving late: no change
+	l.Merge(room, 3, a, 2, 150, 20) // one that expires no later: no change
+	if got := snapshot(t, l, room, 3, 20); !slices.Equal(got, []uint32{0, 1, 0}) {
+		t.Fatalf("after earlier decisions for a: %v, want [0 1 0]", got)
+	}
+	l.Merge(room, 3, b, 2, 50, 20)  // b on 2 until 50
+	l.Merge(room, 3, c, 2, 15, 20)  // c expired already at 20: nowhere
+	l.Merge(room, 4, c, 3, 500, 20) // another count of pathways: ignored
+	l.Merge(room, 3, c, 3, 500, 20) // no pathway 3 of 3: ignored
+	if got := snapshot(t, l, room, 3, 20); !slices.Equal(got, []uint32{0, 1, 1}) {
+		t.Fatalf("with b: %v, want [0 1 1]", got)
+	}
+	// The merged sessions expire as the table's own do (§6: a session
+	// counts while now ≤ expires).
+	if got := snapshot(t, l, room, 3, 51); !slices.Equal(got, []uint32{0, 1, 0}) {
+		t.Fatalf("at 51: %v, want [0 1 0]", got)
+	}
+	// A decision of this server for a, later again, counts.
+	if got := steer(t, l, room, 3, a, 60, 2, 300); !slices.Equal(got, []uint32{0, 1, 0}) {
+		t.Fatalf("the loads a's own decision saw: %v", got)
+	}
+	if got := snapshot(t, l, room, 3, 60); !slices.Equal(got, []uint32{0, 0, 1}) {
+		t.Fatalf("after a's own decision: %v, want [0 0 1]", got)
+	}
+	// A fresh room takes the count of the first merge.
+	other := hash("fresh")
+	l.Merge(other, 2, b, 1, 100, 0)
+	if got := snapshot(t, l, other, 2, 0); !slices.Equal(got, []uint32{0, 1}) {
+		t.Fatalf("a fresh room: %v, want [0 1]", got)
+	}
+}

@@ -113,8 +113,13 @@ func OpenStore(ctx context.Context, sc StoreConfig, dir string, logger *slog.Log
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening the store: %w", err)
 		}
+		loads, err := postgres.NewLoads(ctx, st, logger)
+		if err != nil {
+			st.Close()
+			return nil, nil, fmt.Errorf("opening the shared table of loads: %w", err)
+		}
 		logger.Info("store opened", "engine", StorePostgres, "schema", postgres.Version)
-		return st, store.NewLoads(), nil
+		return st, loads, nil
 	}
 	if dir == "" {
 		logger.Warn("no data_dir: the store is in memory, and records and decisions are lost when the server stops")

@@ -73,8 +73,9 @@ type env struct {
 	st  *failStore
 	// shared, when set, is the store the server runs on instead of st: a
 	// store several servers share (shared_test.go).
-	shared store.Store
-	loads  *store.MemLoads
+	shared      store.Store
+	sharedLoads store.Loads // with shared: the table of loads the servers share
+	loads       *store.MemLoads
 	clock  *atomic.Uint64
 	srv    *Server
 	ts     *testFront
@@ -183,7 +184,11 @@ func (e *env) start(edit func(*Config)) {
 	if e.shared != nil {
 		st = e.shared
 	}
-	srv, err := New(context.Background(), cfg, st, e.loads)
+	var loads store.Loads = e.loads
+	if e.sharedLoads != nil {
+		loads = e.sharedLoads
+	}
+	srv, err := New(context.Background(), cfg, st, loads)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -65,7 +65,11 @@ func sharedEnvs(t *testing.T, spec scenario.Spec, n int) []*env {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		e := &env{t: t, sc: sc, mem: store.NewMemory(), shared: st, loads: store.NewLoads(), clock: clock}
+		loads, err := postgres.NewLoads(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &env{t: t, sc: sc, mem: store.NewMemory(), shared: st, sharedLoads: loads, loads: store.NewLoads(), clock: clock}
 		e.st = &failStore{Store: e.mem}
 		e.start(nil)
 		es = append(es, e)
@@ -154,6 +158,42 @@ func TestSharedStoreOneRoom(t *testing.T) {
 	}
 	if os.Getenv("WAISTEER_DEBUG") != "" {
 		t.Logf("order %v", order)
+	}
+}
+
+// Issue 15 item 3 (§6, §9.2): each server's sessions count in every
+// server's loads, and a decision states the loads of all.
+func TestSharedStoreLoads(t *testing.T) {
+	es := sharedEnvs(t, scenario.Spec{Periods: 6}, 3)
+	es[0].postRecords(es[0].sc.Records, http.StatusOK)
+	const each = 10
+	for _, e := range es {
+		for range each {
+			e.steer("/v1/steer", nil)
+		}
+	}
+	sum := func(ls []uint32) (n uint32) {
+		for _, l := range ls {
+			n += l
+		}
+		return n
+	}
+	for i, e := range es {
+		took := within(t, 2*time.Second, fmt.Sprintf("server %d counting every server's sessions", i), func() bool { return sum(statusLoads(e.status())) == 3*each })
+		if took > time.Second {
+			t.Errorf("server %d counted the others' sessions after %v, over a second", i, took)
+		}
+	}
+	// A new session's decision, on any server, states them all.
+	for i, e := range es {
+		d, _ := e.audit(e.steer("/v1/steer", nil))
+		var stated uint32
+		for _, p := range d.Pathways {
+			stated += p.Load
+		}
+		if stated < 3*each {
+			t.Errorf("server %d's decision states loads summing to %d, want the %d sessions of all three at least", i, stated, 3*each)
+		}
 	}
 }
 

@@ -95,6 +95,19 @@ var migrations = []string{
 		name  text PRIMARY KEY,
 		value bytea NOT NULL
 	);`,
+	// 2: the table of sessions and loads the servers share (§6, Loads):
+	// each decision's session, its first pathway among n and its expiry,
+	// kept until it expires.
+	`CREATE TABLE waisteer.steers (
+		seq     bigint PRIMARY KEY,
+		writer  integer NOT NULL,
+		room    bytea NOT NULL,
+		session bytea NOT NULL,
+		n       smallint NOT NULL,
+		first   smallint NOT NULL,
+		expires bigint NOT NULL
+	);
+	CREATE INDEX steers_by_expires ON waisteer.steers (expires);`,
 }
 
 // Version is the schema version this build writes and reads.
@@ -109,6 +122,7 @@ const (
 	lockRecords   int64 = lockMigrate + 1
 	lockDecisions int64 = lockMigrate + 2
 	lockChanges   int64 = lockMigrate + 3
+	lockSteers    int64 = lockMigrate + 4
 )
 
 // Migrate applies the pending migrations to the database, one instance at

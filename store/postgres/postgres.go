@@ -39,6 +39,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	contexts map[context3]int64 // ids of the contexts known to be held
+	loads    *Loads             // the shared table on this store, closed first
 }
 
 // context3 is a decision's room, policy and signer.
@@ -107,10 +108,19 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the connections.
+// Close closes the table of loads on the store, if any (writing its last
+// sessions), then the connections.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	l := s.loads
+	s.loads = nil
+	s.mu.Unlock()
+	var err error
+	if l != nil {
+		err = l.Close()
+	}
 	s.pool.Close()
-	return nil
+	return err
 }
 
 // i64 writes a u64 of the room clock as a bigint of the same order.

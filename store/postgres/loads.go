@@ -1,0 +1,250 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/store"
+)
+
+// Loads is the table of sessions and loads of several servers on one
+// database (§6, issue 15): each server keeps the whole table in process
+// (store.MemLoads), its own decisions' sessions as it makes them and the
+// others' as it reads them from the database, so that each pathway's load
+// counts the sessions of every server, and a session counts once, on the
+// pathway its latest decision put first, whichever server made it.
+//
+// Each server writes its decisions' sessions (room, session, first
+// pathway, expiry) to waisteer.steers every flushEvery, and reads the
+// others' every followEvery, by number in commit order: a load a decision
+// states is at most about stale (flushEvery + followEvery + a round trip)
+// behind the other servers' decisions. SPEC-NOTES §6 states the bound on
+// overshooting a capacity that follows.
+type Loads struct {
+	st    *Store
+	local *store.MemLoads
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	pending []steer // this server's, not yet written
+
+	now  atomic.Uint64 // the latest instant a Steer was given, for pruning expired rows
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	flushes, follows, failures atomic.Uint64
+	closed                     atomic.Bool
+}
+
+// steer is one decision's session, as waisteer.steers holds it.
+type steer struct {
+	room    sig.Hash
+	session report.Session
+	n       int
+	first   int
+	expires uint64
+}
+
+// How often the shared table is written and read, and how often the rows
+// of expired sessions are removed.
+const (
+	flushEvery  = 50 * time.Millisecond
+	followEvery = 50 * time.Millisecond
+	pruneEvery  = time.Minute
+	steersBatch = 10000
+)
+
+var _ store.Loads = (*Loads)(nil)
+
+// NewLoads starts the shared table on the store's database: it reads the
+// live sessions the other servers hold, then writes and reads as it goes
+// until Close, or the store's Close.
+func NewLoads(ctx context.Context, st *Store, log *slog.Logger) (*Loads, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	l := &Loads{st: st, local: store.NewLoads(), log: log}
+	var at int64
+	var err error
+	if at, err = l.follow(ctx, 0); err != nil {
+		return nil, err
+	}
+	bg, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	l.wg.Go(func() { l.run(bg, at) })
+	st.mu.Lock()
+	st.loads = l
+	st.mu.Unlock()
+	return l, nil
+}
+
+// Close writes what is pending and stops; again, it does nothing.
+func (l *Loads) Close() error {
+	if !l.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	l.stop()
+	l.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return l.flush(ctx)
+}
+
+// Steer decides from the loads of every server and records the decision's
+// session, here at once and for the others at the next flush.
+func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
+	decide func(loads []uint32) (first int, expires uint64, err error)) error {
+	var rec steer
+	err := l.local.Steer(ctx, room, n, session, now, func(loads []uint32) (int, uint64, error) {
+		first, expires, err := decide(loads)
+		rec = steer{room: room, session: session, n: n, first: first, expires: expires}
+		return first, expires, err
+	})
+	if err != nil {
+		return err
+	}
+	for {
+		if old := l.now.Load(); now <= old || l.now.CompareAndSwap(old, now) {
+			break
+		}
+	}
+	l.mu.Lock()
+	l.pending = append(l.pending, rec)
+	l.mu.Unlock()
+	return nil
+}
+
+// Snapshot is the room's loads at now, every server's sessions counted.
+func (l *Loads) Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error) {
+	return l.local.Snapshot(ctx, room, n, now)
+}
+
+// Reset forgets the room's sessions here (a policy with another count of
+// pathways): the others' decisions under the old count are not merged.
+func (l *Loads) Reset(ctx context.Context, room sig.Hash) error {
+	return l.local.Reset(ctx, room)
+}
+
+// Sweep drops the expired sessions of every room (the server's sweeper).
+func (l *Loads) Sweep(now uint64) int { return l.local.Sweep(now) }
+
+// run writes and reads the shared table until ctx ends.
+func (l *Loads) run(ctx context.Context, at int64) {
+	flush, follow, prune := time.NewTicker(flushEvery), time.NewTicker(followEvery), time.NewTicker(pruneEvery)
+	defer flush.Stop()
+	defer follow.Stop()
+	defer prune.Stop()
+	down := false
+	note := func(err error) {
+		if err == nil || ctx.Err() != nil {
+			if down && err == nil {
+				l.log.Info("sharing the loads again")
+				down = false
+			}
+			return
+		}
+		l.failures.Add(1)
+		if !down {
+			l.log.Warn("sharing the loads: retrying", "err", err)
+			down = true
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flush.C:
+			note(l.flush(ctx))
+		case <-follow.C:
+			next, err := l.follow(ctx, at)
+			if err == nil {
+				at = next
+			}
+			note(err)
+		case <-prune.C:
+			if now := l.now.Load(); now > 0 {
+				_, err := l.st.pool.Exec(ctx, "DELETE FROM waisteer.steers WHERE expires < $1", i64(now))
+				note(err)
+			}
+		}
+	}
+}
+
+// flush writes the pending sessions in one transaction, numbered under the
+// feed's lock; on failure they wait for the next.
+func (l *Loads) flush(ctx context.Context) error {
+	l.mu.Lock()
+	batch := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	rooms, sessions := make([][]byte, len(batch)), make([][]byte, len(batch))
+	ns, firsts, expires := make([]int16, len(batch)), make([]int16, len(batch)), make([]int64, len(batch))
+	for i := range batch {
+		b := &batch[i]
+		rooms[i], sessions[i] = b.room[:], b.session[:]
+		ns[i], firsts[i], expires[i] = int16(b.n), int16(b.first), i64(b.expires)
+	}
+	err := l.st.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockSteers); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO waisteer.steers (seq, writer, room, session, n, first, expires)
+			SELECT nextval('waisteer.feed'), $1, r, s, n, f, e
+			FROM unnest($2::bytea[], $3::bytea[], $4::smallint[], $5::smallint[], $6::bigint[]) WITH ORDINALITY AS u(r, s, n, f, e, i)
+			ORDER BY i`, l.st.instance, rooms, sessions, ns, firsts, expires)
+		return err
+	})
+	if err != nil {
+		l.mu.Lock()
+		l.pending = append(batch, l.pending...)
+		l.mu.Unlock()
+		return err
+	}
+	l.flushes.Add(1)
+	return nil
+}
+
+// follow merges the other servers' sessions numbered after at, and
+// returns the last number read.
+func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
+	for {
+		rows, err := l.st.pool.Query(ctx, `SELECT seq, writer, room, session, n, first, expires FROM waisteer.steers
+			WHERE seq > $1 ORDER BY seq LIMIT $2`, at, steersBatch)
+		if err != nil {
+			return at, err
+		}
+		k := 0
+		for rows.Next() {
+			var seq, expires int64
+			var writer int32
+			var room, session []byte
+			var n, first int16
+			if err := rows.Scan(&seq, &writer, &room, &session, &n, &first, &expires); err != nil {
+				rows.Close()
+				return at, err
+			}
+			at, k = seq, k+1
+			if writer == l.st.instance || len(room) != sig.HashSize || len(session) != len(report.Session{}) {
+				continue
+			}
+			l.local.Merge(sig.Hash(room), int(n), report.Session(session), int(first), u64(expires), l.now.Load())
+		}
+		if err := rows.Err(); err != nil {
+			return at, err
+		}
+		l.follows.Add(1)
+		if k < steersBatch {
+			return at, nil
+		}
+	}
+}
