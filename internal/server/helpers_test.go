@@ -76,9 +76,9 @@ type env struct {
 	shared      store.Store
 	sharedLoads store.Loads // with shared: the table of loads the servers share
 	loads       *store.MemLoads
-	clock  *atomic.Uint64
-	srv    *Server
-	ts     *testFront
+	clock       *atomic.Uint64
+	srv         *Server
+	ts          *testFront
 }
 
 // testEngine is the HTTP server the tests run the server behind: TestMain
