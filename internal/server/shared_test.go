@@ -197,6 +197,79 @@ func TestSharedStoreLoads(t *testing.T) {
 	}
 }
 
+// Issue 15 item 3: the overshoot of a pathway's capacity (§6.1) with three
+// servers placing new sessions at once, measured against the bound
+// SPEC-NOTES states: min((N − 1) × R × δ, (N − 1) × capacity), with R the
+// rate at which one server places sessions and δ the staleness of the
+// loads it reads (flush and follow, 50 ms each, and the round trips: 200 ms
+// is taken). Each server paces its new sessions at rate; the sessions stay
+// below the pathways' capacities in all, so that each is placed within the
+// limits when the loads are exact.
+func TestSharedStoreCapacityOvershoot(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		capacity, sessions, per int
+		rate                    float64 // new sessions a second, each server; 0: at once
+	}{
+		{"paced", 200, 450, 150, 150},
+		{"burst", 20, 45, 15, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := withPolicy(scenario.Spec{Periods: 6}, func(p *policy.Policy) {
+				for i := range p.Pathways {
+					p.Pathways[i].Capacity = uint32(c.capacity)
+				}
+			})
+			es := sharedEnvs(t, spec, 3)
+			es[0].postRecords(es[0].sc.Records, http.StatusOK)
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, e := range es {
+				for k := range c.per {
+					wg.Go(func() {
+						if c.rate > 0 {
+							time.Sleep(time.Until(start.Add(time.Duration(float64(k) / c.rate * float64(time.Second)))))
+						}
+						resp, err := e.ts.Client().Get(e.ts.URL + "/v1/steer")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusOK {
+							t.Errorf("status %d", resp.StatusCode)
+						}
+					})
+				}
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			// Once the servers have read each other, they agree on the loads.
+			var loads []uint32
+			within(t, 2*time.Second, "the three agreeing on the loads", func() bool {
+				loads = statusLoads(es[0].status())
+				var n uint32
+				for _, l := range loads {
+					n += l
+				}
+				return n == uint32(c.sessions) && slices.Equal(statusLoads(es[1].status()), loads) && slices.Equal(statusLoads(es[2].status()), loads)
+			})
+			over := 0
+			for _, l := range loads {
+				over = max(over, int(l)-c.capacity)
+			}
+			r := float64(c.per) / elapsed.Seconds()
+			bound := min(2*r*0.2, 2*float64(c.capacity))
+			t.Logf("%d new sessions on 3 servers in %v (R = %.0f/s a server): loads %v, capacity %d each: overshoot %d (%.1f%% of the capacity; the bound %.1f)",
+				c.sessions, elapsed.Round(time.Millisecond), r, loads, c.capacity, over, 100*float64(over)/float64(c.capacity), bound)
+			if float64(over) > bound {
+				t.Errorf("overshoot %d over the bound %.1f", over, bound)
+			}
+		})
+	}
+}
+
 // Issue 15 item 4: with the database gone, steering answers 503 with
 // Retry-After (never a manifest without a durable decision, never a 404,
 // 410 or 429) and records 503; once it is back, the server steers again
