@@ -21,6 +21,7 @@ import (
 // is compared in variable time).
 func (s *Server) operator(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Waisteer-Server", s.name) // which of several servers on one store answered
 	if len(s.token) == 0 {
 		writeError(w, api.Errorf(api.OperatorDisabled, "the server has no operator token: operator routes are disabled"))
 		return false
@@ -195,6 +196,7 @@ func (s *Server) installHead(ctx context.Context, h *hub, body []byte, persist b
 
 // Status is a room's status (GET /v1/rooms/{room}/status, operator).
 type Status struct {
+	Server    string       `json:"server"` // which server answered (Config.Name)
 	Room      string       `json:"room"`
 	Name      string       `json:"name"`
 	KeyLogSeq *uint64      `json:"key_log_seq"` // null for a room with no origin
@@ -274,8 +276,9 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	p := st.policy
 	out := Status{
-		Room: h.id.String(),
-		Name: st.room.Name(),
+		Server: s.name,
+		Room:   h.id.String(),
+		Name:   st.room.Name(),
 		Policy: PolicyStatus{
 			Digest: st.digest.String(), Signer: p.Signer.String(),
 			ServerURI: p.ServerURI, ReloadURI: p.ReloadURI, DecisionURI: p.DecisionURI,

@@ -74,7 +74,8 @@ func (t *routeTable) poolEdges(path string) (*poolHub, string, bool) {
 
 // PoolView is the operator's view of a pool (GET P/edges).
 type PoolView struct {
-	Pool    string       `json:"pool"` // "" for [steering]
+	Server  string       `json:"server"` // which server answered (Config.Name)
+	Pool    string       `json:"pool"`   // "" for [steering]
 	Path    string       `json:"path"`
 	Enabled bool         `json:"enabled"`
 	TTLs    int          `json:"ttl_s"`
@@ -181,7 +182,7 @@ func weightOf(p *pool.Pool, pathway string) uint32 {
 // poolView is the operator's view of a pool now.
 func (s *Server) poolView(ctx context.Context, ph *poolHub) PoolView {
 	c := ph.p.Config()
-	v := PoolView{Pool: ph.name, Path: c.Path, Enabled: ph.p.Enabled(), TTLs: c.TTL, Assign: c.Assign, Edges: []EdgeView{}}
+	v := PoolView{Server: s.name, Pool: ph.name, Path: c.Path, Enabled: ph.p.Enabled(), TTLs: c.TTL, Assign: c.Assign, Edges: []EdgeView{}}
 	edges := ph.p.Edges()
 	loads, _ := s.loads.Snapshot(ctx, ph.id, len(edges), s.clock())
 	for i, e := range edges {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,10 @@ type Config struct {
 	Retention time.Duration
 	Clock     func() uint64 // room clock, µs since the Unix epoch; nil = time.Now
 	Logger    *slog.Logger  // nil = slog.Default()
+	// Name says which server answered an operator's route (its
+	// Waisteer-Server header and the status's "server"), for several
+	// servers on one store; "" = HOST/PID.
+	Name string
 }
 
 // DefaultSessionGrace is the default SessionGrace: 20 s, the load time
@@ -84,6 +89,7 @@ type Server struct {
 	grace  uint64 // µs
 	token  []byte
 	retain uint64 // µs; 0 keeps everything
+	name   string // Config.Name
 
 	hubs     map[sig.Hash]*hub
 	pools    []*poolHub // by name; replaced whole by Reload
@@ -134,6 +140,10 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.name = cfg.Name; s.name == "" {
+		host, _ := os.Hostname()
+		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
 	if s.clock == nil {
 		s.clock = func() uint64 { return uint64(time.Now().UnixMicro()) }

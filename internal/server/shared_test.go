@@ -71,7 +71,7 @@ func sharedEnvs(t *testing.T, spec scenario.Spec, n int) []*env {
 		}
 		e := &env{t: t, sc: sc, mem: store.NewMemory(), shared: st, sharedLoads: loads, loads: store.NewLoads(), clock: clock}
 		e.st = &failStore{Store: e.mem}
-		e.start(nil)
+		e.start(func(c *Config) { c.Name = fmt.Sprintf("server-%d", i) })
 		es = append(es, e)
 	}
 	return es
@@ -111,6 +111,19 @@ func TestSharedStoreOneRoom(t *testing.T) {
 		if took > time.Second {
 			t.Errorf("the records reached a server in %v, over a second", took)
 		}
+	}
+	// The operator's routes say which server answered (issue 15 item 5).
+	names := map[string]bool{}
+	for _, e := range es {
+		resp, _ := e.do("GET", "/v1/rooms/"+e.room()+"/status", nil, http.Header{"Authorization": {"Bearer " + testToken}})
+		name := resp.Header.Get("Waisteer-Server")
+		if name == "" || e.status().Server != name {
+			t.Errorf("status answered by %q, header Waisteer-Server %q", e.status().Server, name)
+		}
+		names[name] = true
+	}
+	if len(names) != 3 {
+		t.Errorf("three servers answered as %v", names)
 	}
 	// With the same evidence, the servers rank alike (§6.2).
 	order := a.status().Order
