@@ -243,7 +243,16 @@ func (p *serveProc) logText() string {
 // The process is killed when the test ends.
 func startServe(t *testing.T, bin, cfg string) *serveProc {
 	t.Helper()
+	return startServeEnv(t, bin, cfg, nil)
+}
+
+// startServeEnv is startServe with environment variables added.
+func startServeEnv(t *testing.T, bin, cfg string, env []string) *serveProc {
+	t.Helper()
 	p := &serveProc{cmd: exec.Command(bin, "serve", "-c", cfg), exited: make(chan struct{})}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
