@@ -205,6 +205,18 @@ func FuzzParseRow(f *testing.F) {
 		if got := appendRow(nil, &r); !bytes.Equal(got, b) {
 			t.Fatalf("%x reads and writes back as %x", b, got)
 		}
+		// A shared backend's row (context and snapshot 0) reads into a
+		// decision that writes back the same bytes; another is refused.
+		var d Decision
+		err = ParseDecisionRow(b, &d)
+		if (err == nil) != (r.context == 0 && r.snapshot == 0) {
+			t.Fatalf("%x (context %d, snapshot %d): ParseDecisionRow %v", b, r.context, r.snapshot, err)
+		}
+		if err == nil {
+			if got, err := AppendDecisionRow(nil, &d); err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("%x reads as a shared backend's row and writes back as %x, %v", b, got, err)
+			}
+		}
 	})
 }
 

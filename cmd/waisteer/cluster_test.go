@@ -268,3 +268,26 @@ func TestServeCluster(t *testing.T) {
 		}
 	}
 }
+
+// waisteer migrate (issue 15): applies the schema's versions once, names
+// what it applied, and refuses a configuration whose store is bbolt's.
+func TestMigrateCommand(t *testing.T) {
+	pg := pgtest.Start(t)
+	t.Setenv("WAISTEER_TEST_DSN", pg.Database(t))
+	_, bolt := testRoomFiles(t, t.TempDir())
+	cfg := onPostgres(t, bolt)
+	out, errs, code := waisteer(t, "", "migrate", "-c", cfg)
+	if code != 0 || out != "schema at version 2: applied [1 2]\n" {
+		t.Fatalf("first migrate: exit %d: %q %s", code, out, errs)
+	}
+	out, errs, code = waisteer(t, "", "migrate", "-c", cfg)
+	if code != 0 || out != "schema at version 2: nothing to apply\n" {
+		t.Fatalf("second migrate: exit %d: %q %s", code, out, errs)
+	}
+	if _, errs, code := waisteer(t, "", "migrate", "-c", bolt); code != 1 || !strings.Contains(errs, `[store] engine is "bbolt": only a PostgreSQL store has migrations`) {
+		t.Errorf("migrate of a bbolt configuration: exit %d: %s", code, errs)
+	}
+	if _, errs, code := waisteer(t, "", "migrate"); code != 2 || !strings.Contains(errs, "-c FILE is required") {
+		t.Errorf("migrate without -c: exit %d: %s", code, errs)
+	}
+}

@@ -29,7 +29,9 @@ func FuzzServeConfig(f *testing.F) {
 	for _, s := range []string{string(example), room, room + room, "retention = \"71s\"\n" + room,
 		"[http]\nread_timeout = \"0s\"\n" + room, "listen = \"8080\"\n" + room, "colour = 1\n", "listen = \n",
 		"[steering]\nttl_s = 0\n[[steering.edges]]\npathway = \"a\"\nhost = \"a:80\"\n",
-		"[[pool]]\nname = \"p\"\npath = \"/p\"\n[[pool.edges]]\npathway = \"a\"\n" + room} {
+		"[[pool]]\nname = \"p\"\npath = \"/p\"\n[[pool.edges]]\npathway = \"a\"\n" + room,
+		"[store]\nengine = \"postgres\"\ndsn_env = \"D\"\n" + room, "[store]\nengine = \"postgres\"\ndsn_file = \"room.cbor\"\n" + room,
+		"data_dir = \"d\"\n[store]\nengine = \"bbolt\"\n" + room} {
 		f.Add([]byte(s))
 	}
 	name := filepath.Join(dir, "serve.toml")
@@ -40,6 +42,18 @@ func FuzzServeConfig(f *testing.F) {
 		}
 		if len(cfg.Server.Rooms) == 0 && len(cfg.Server.Pools) == 0 {
 			t.Error("accepted with nothing to steer")
+		}
+		switch cfg.Store.Engine {
+		case serve.StorePostgres:
+			if cfg.Store.DSN == "" || cfg.DataDir != "" {
+				t.Errorf("PostgreSQL accepted with DSN %q and data_dir %q", cfg.Store.DSN, cfg.DataDir)
+			}
+		case serve.StoreBolt:
+			if cfg.Store.DSN != "" {
+				t.Errorf("bbolt accepted with a DSN")
+			}
+		default:
+			t.Errorf("store engine %q accepted", cfg.Store.Engine)
 		}
 		for i, rc := range cfg.Server.Rooms {
 			if rc.Descriptor == nil || rc.SteeringKey.IsZero() {
