@@ -141,11 +141,20 @@ func (s *syncBuffer) String() string {
 
 func newPoolEnv(t testing.TB, token string, pools ...pool.Config) *poolEnv {
 	t.Helper()
-	e := &poolEnv{t: t, loads: store.NewLoads(), logs: &syncBuffer{}}
+	loads := store.NewLoads()
+	e := newPoolEnvOn(t, store.NewMemory(), loads, token, pools...)
+	e.loads = loads
+	return e
+}
+
+// newPoolEnvOn is newPoolEnv on a store and table of loads of the test's.
+func newPoolEnvOn(t testing.TB, st store.Store, loads store.Loads, token string, pools ...pool.Config) *poolEnv {
+	t.Helper()
+	e := &poolEnv{t: t, logs: &syncBuffer{}}
 	srv, err := New(context.Background(), Config{
 		Pools: pools, OperatorToken: token,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	}, store.NewMemory(), e.loads)
+	}, st, loads)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,13 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/waisteer/waisteer/internal/pgtest"
+	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -280,6 +282,38 @@ func TestSharedStoreCapacityOvershoot(t *testing.T) {
 				t.Errorf("overshoot %d over the bound %.1f", over, bound)
 			}
 		})
+	}
+}
+
+// Issue 15 items 2 and 5: a pool's session minted by one server is
+// honoured by another on the same database (the pools' key is the store's
+// secret), and rendezvous hashing gives it the same order there, with no
+// state shared but the key.
+func TestSharedStorePoolSessions(t *testing.T) {
+	dsn := sharedPG(t).Database(t)
+	var es []*poolEnv
+	for i := range 2 {
+		opts := []postgres.Option{}
+		if i == 0 {
+			opts = append(opts, postgres.WithMigrate())
+		}
+		st, err := postgres.Open(context.Background(), dsn, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		es = append(es, newPoolEnvOn(t, st, store.NewLoads(), "", seedPool(nil, nil)))
+	}
+	a, b := es[0], es[1]
+	for range 20 {
+		m := a.steer(pool.DefaultPath)
+		again := b.steer(strings.Replace(m.Reload, a.ts.URL, "", 1))
+		if got, want := again.session(t), m.session(t); got != want {
+			t.Fatalf("the other server minted %s for the session %s", got, want)
+		}
+		if !slices.Equal(again.Priority, m.Priority) {
+			t.Fatalf("one session ordered %v by one server, %v by the other", m.Priority, again.Priority)
+		}
 	}
 }
 
