@@ -378,25 +378,15 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 	var fresh map[context3]int64
 	err := s.inFeed(ctx, lockDecisions, "decisions", func(tx pgx.Tx) error {
 		fresh = map[context3]int64{}
-		// The decisions not held, each once: the writers of decisions hold
-		// the feed's lock, so none is added before this commits.
-		digests := make([][]byte, 0, len(ds))
-		for i := range ds {
-			digests = append(digests, ds[i].Digest[:])
-		}
-		held, err := hashSet(ctx, tx, "SELECT digest FROM waisteer.decisions WHERE digest = ANY($1)", digests)
-		if err != nil {
-			return err
-		}
+		// Each decision once; one held already is left as it is (ON
+		// CONFLICT below): a decision's bytes are its digest's.
+		seen := make(map[sig.Hash]bool, len(ds))
 		var todo []int
 		for i := range ds {
-			if !held[ds[i].Digest] {
-				held[ds[i].Digest] = true
+			if !seen[ds[i].Digest] {
+				seen[ds[i].Digest] = true
 				todo = append(todo, i)
 			}
-		}
-		if len(todo) == 0 {
-			return nil
 		}
 		snapshots, err := s.snapshotIDs(ctx, tx, ev, ds, todo)
 		if err != nil {
@@ -418,7 +408,7 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (digest, seq, writer, t, context, snapshot, row)
 			SELECT d, nextval('waisteer.feed'), $6, t, c, s, r
 			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(d, t, c, s, r, i)
-			ORDER BY i`, cols[0], ts, ctxs, snaps, cols[1], s.instance)
+			ORDER BY i ON CONFLICT (digest) DO NOTHING`, cols[0], ts, ctxs, snaps, cols[1], s.instance)
 		return err
 	})
 	if err != nil {
@@ -432,27 +422,6 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		s.mu.Unlock()
 	}
 	return nil
-}
-
-// hashSet runs a query of one bytea column over one array argument.
-func hashSet(ctx context.Context, tx pgx.Tx, q string, arg [][]byte) (map[sig.Hash]bool, error) {
-	rows, err := tx.Query(ctx, q, arg)
-	if err != nil {
-		return nil, err
-	}
-	set := map[sig.Hash]bool{}
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		h, err := hash(b)
-		if err != nil {
-			return nil, err
-		}
-		set[h] = true
-	}
-	return set, rows.Err()
 }
 
 // snapshotIDs returns the ids of the snapshots the decisions ds[todo]
