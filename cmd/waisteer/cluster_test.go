@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/decision"
-	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/pgtest"
@@ -84,40 +83,7 @@ func TestServeCluster(t *testing.T) {
 	p := r.Policy
 	var wg sync.WaitGroup
 	for g := range 3 { // hops posting records, each to the servers in turn
-		wg.Go(func() {
-			for n := 0; ctx.Err() == nil; n++ {
-				srv := srvs[(g+n)%3]
-				end := uint64(time.Now().UnixMicro()) / p.PeriodUs * p.PeriodUs
-				var body []byte
-				sent := map[sig.Hash][]byte{}
-				for k := range 1 + n%3 {
-					h := (n + k) % len(r.Hops)
-					raw := r.Record(h, end-uint64(1+(n+k)%6)*p.PeriodUs, func(rec *evidence.Record) {
-						rec.Sessions = uint32(1_000_000*(g+1) + 10*n + k)
-					})
-					sent[evidence.NamedDigest(raw)] = raw
-					body = append(body, raw...)
-				}
-				results, err := postResults(ctx, hc, r.RecordsURL(srv.url), body)
-				if err != nil {
-					continue // not acknowledged
-				}
-				mu.Lock()
-				for _, res := range results {
-					if res.Outcome != "accepted" && res.Outcome != "duplicate" {
-						t.Errorf("record refused: %+v", res)
-						continue
-					}
-					d, err := sig.ParseHash(res.Digest)
-					if err != nil || sent[d] == nil {
-						t.Errorf("a server acknowledged %q, which was not sent", res.Digest)
-						continue
-					}
-					acked[d] = sent[d]
-				}
-				mu.Unlock()
-			}
-		})
+		wg.Go(func() { hopLoad(ctx, t, hc, r, g, func(n int) string { return srvs[(g+n)%3].url }, &mu, acked) })
 	}
 	for g := range 6 { // players: each request to the next server
 		wg.Go(func() {

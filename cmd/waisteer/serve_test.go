@@ -330,39 +330,7 @@ func testServeCrash(t *testing.T, bin string) {
 	var wg sync.WaitGroup
 	p := r.Policy
 	for g := range 3 { // hops posting records: new digests each time
-		wg.Go(func() {
-			for n := 0; ctx.Err() == nil; n++ {
-				end := uint64(time.Now().UnixMicro()) / p.PeriodUs * p.PeriodUs
-				var body []byte
-				sent := map[sig.Hash][]byte{}
-				for k := range 1 + n%3 {
-					h := (n + k) % len(r.Hops)
-					raw := r.Record(h, end-uint64(1+(n+k)%6)*p.PeriodUs, func(rec *evidence.Record) {
-						rec.Sessions = uint32(1_000_000*(g+1) + 10*n + k)
-					})
-					sent[evidence.NamedDigest(raw)] = raw
-					body = append(body, raw...)
-				}
-				results, err := postResults(ctx, hc, r.RecordsURL(srv.url), body)
-				if err != nil {
-					continue // not acknowledged
-				}
-				mu.Lock()
-				for _, res := range results {
-					if res.Outcome != "accepted" && res.Outcome != "duplicate" {
-						t.Errorf("record refused: %+v", res)
-						continue
-					}
-					d, err := sig.ParseHash(res.Digest)
-					if err != nil || sent[d] == nil {
-						t.Errorf("the server acknowledged %q, which was not sent", res.Digest)
-						continue
-					}
-					acked[d] = sent[d]
-				}
-				mu.Unlock()
-			}
-		})
+		wg.Go(func() { hopLoad(ctx, t, hc, r, g, func(int) string { return srv.url }, &mu, acked) })
 	}
 	for g := range 6 { // players: new sessions, and sessions asking again
 		wg.Go(func() {
@@ -464,6 +432,45 @@ func testServeCrash(t *testing.T, bin string) {
 		if code != 0 || !strings.HasPrefix(out, `{"outcome":"accept"`) {
 			failf("verify -url %s: exit %d: %s %s", uri, code, out, errs)
 		}
+	}
+}
+
+// hopLoad posts records as hop group g until ctx ends: one to three a POST,
+// new digests each time, the n-th POST to the server at base(n). What a
+// server acknowledges is added to acked, under mu; a POST that fails is
+// not acknowledged.
+func hopLoad(ctx context.Context, t *testing.T, hc *http.Client, r *demo.Room, g int, base func(n int) string, mu *sync.Mutex, acked map[sig.Hash][]byte) {
+	p := r.Policy
+	for n := 0; ctx.Err() == nil; n++ {
+		end := uint64(time.Now().UnixMicro()) / p.PeriodUs * p.PeriodUs
+		var body []byte
+		sent := map[sig.Hash][]byte{}
+		for k := range 1 + n%3 {
+			h := (n + k) % len(r.Hops)
+			raw := r.Record(h, end-uint64(1+(n+k)%6)*p.PeriodUs, func(rec *evidence.Record) {
+				rec.Sessions = uint32(1_000_000*(g+1) + 10*n + k)
+			})
+			sent[evidence.NamedDigest(raw)] = raw
+			body = append(body, raw...)
+		}
+		results, err := postResults(ctx, hc, r.RecordsURL(base(n)), body)
+		if err != nil {
+			continue
+		}
+		mu.Lock()
+		for _, res := range results {
+			if res.Outcome != "accepted" && res.Outcome != "duplicate" {
+				t.Errorf("record refused: %+v", res)
+				continue
+			}
+			d, err := sig.ParseHash(res.Digest)
+			if err != nil || sent[d] == nil {
+				t.Errorf("a server acknowledged %q, which was not sent", res.Digest)
+				continue
+			}
+			acked[d] = sent[d]
+		}
+		mu.Unlock()
 	}
 }
 

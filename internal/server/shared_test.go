@@ -46,6 +46,22 @@ func closePG() {
 	}
 }
 
+// openShared opens the PostgreSQL store at dsn for a server of the test,
+// migrating it first when it is the first; it closes when the test ends.
+func openShared(t *testing.T, dsn string, first bool) *postgres.Store {
+	t.Helper()
+	var opts []postgres.Option
+	if first {
+		opts = append(opts, postgres.WithMigrate())
+	}
+	st, err := postgres.Open(context.Background(), dsn, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // sharedEnvs starts n servers of one scenario, each on its own connection
 // to one fresh PostgreSQL database, on one clock.
 func sharedEnvs(t *testing.T, spec scenario.Spec, n int) []*env {
@@ -58,15 +74,7 @@ func sharedEnvs(t *testing.T, spec scenario.Spec, n int) []*env {
 	clock := newClock(t0)
 	var es []*env
 	for i := range n {
-		opts := []postgres.Option{}
-		if i == 0 {
-			opts = append(opts, postgres.WithMigrate())
-		}
-		st, err := postgres.Open(context.Background(), dsn, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := openShared(t, dsn, i == 0)
 		loads, err := postgres.NewLoads(context.Background(), st, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -293,15 +301,7 @@ func TestSharedStorePoolSessions(t *testing.T) {
 	dsn := sharedPG(t).Database(t)
 	var es []*poolEnv
 	for i := range 2 {
-		opts := []postgres.Option{}
-		if i == 0 {
-			opts = append(opts, postgres.WithMigrate())
-		}
-		st, err := postgres.Open(context.Background(), dsn, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := openShared(t, dsn, i == 0)
 		es = append(es, newPoolEnvOn(t, st, store.NewLoads(), "", seedPool(nil, nil)))
 	}
 	a, b := es[0], es[1]
