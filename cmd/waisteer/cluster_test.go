@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/url"
@@ -14,11 +13,9 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/decision"
-	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/pgtest"
 	"github.com/waisteer/waisteer/internal/sig"
-	"github.com/waisteer/waisteer/verify"
 )
 
 // onPostgres rewrites a configuration demo.Room.WriteFiles wrote for the
@@ -152,53 +149,9 @@ func TestServeCluster(t *testing.T) {
 	t.Logf("%d records and %d decisions acknowledged, %d manifests after the kill", len(acked), len(manifests), afterKill)
 
 	ctx = context.Background()
-	failures := 0
-	failf := func(format string, args ...any) {
-		t.Helper()
-		if failures++; failures <= 5 {
-			t.Errorf(format, args...)
-		}
-	}
-	defer func() {
-		if failures > 0 {
-			t.Errorf("%d failures", failures)
-		}
-	}()
-	get := func(target string) []byte {
-		b, err := (&client.Client{HTTP: hc}).Get(ctx, target, api.MaxDecisionBytes)
-		if err != nil {
-			failf("%v", err)
-		}
-		return b
-	}
-	for d, raw := range acked {
-		if b := get(srvs[1].url + "/v1/records/" + d.String()); b != nil && !bytes.Equal(b, raw) {
-			failf("record %s: the database has other bytes", d)
-		}
-	}
-	base := verify.Input{Descriptor: r.Descriptor, KeyLogHead: r.Head, Policy: r.PolicyBytes}
-	records := map[sig.Hash][]byte{}
-	for _, uri := range order {
-		in := base
-		if in.Decision = get(onServer(uri, srvs[2].url)); in.Decision == nil {
-			continue
-		}
-		in.Manifest = manifests[uri]
-		named, err := decisionOf(in.Decision)
-		if err != nil {
-			failf("%s: %v", uri, err)
-			continue
-		}
-		for _, d := range named {
-			if records[d] == nil {
-				records[d] = get(srvs[1].url + "/v1/records/" + d.String())
-			}
-			in.Records = append(in.Records, records[d])
-		}
-		if _, err := verify.Verify(in); err != nil {
-			failf("decision %s: %v", uri, err)
-		}
-	}
+	k := newKeptCheck(t, hc)
+	k.records(srvs[1].url, acked)
+	k.decisions(r, srvs[2].url, srvs[1].url, order, manifests)
 
 	// The shared loads (§6): every session counts once, on the pathway
 	// its latest decision put first. The sessions whose latest decision
@@ -209,18 +162,18 @@ func TestServeCluster(t *testing.T) {
 		latest[a.session] = a.server
 	}
 	byKilled := 0
-	for _, k := range latest {
-		if k == 0 {
+	for _, srv := range latest {
+		if srv == 0 {
 			byKilled++
 		}
 	}
 	time.Sleep(time.Second) // longer than the loads' staleness
-	for _, k := range []int{1, 2} {
-		m, err := (&client.Client{HTTP: hc}).Steer(ctx, onServer(p.ServerURI, srvs[k].url))
+	for _, i := range []int{1, 2} {
+		m, err := (&client.Client{HTTP: hc}).Steer(ctx, onServer(p.ServerURI, srvs[i].url))
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := decision.Parse(get(onServer(m.Decision, srvs[k].url)))
+		d, err := decision.Parse(k.get(onServer(m.Decision, srvs[i].url)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,9 +181,9 @@ func TestServeCluster(t *testing.T) {
 		for _, pw := range d.Pathways {
 			stated += int(pw.Load)
 		}
-		t.Logf("server %d's new decision states %d sessions: %d sessions in all, the killed server made the latest decision of %d", k, stated, len(latest), byKilled)
+		t.Logf("server %d's new decision states %d sessions: %d sessions in all, the killed server made the latest decision of %d", i, stated, len(latest), byKilled)
 		if stated > len(latest) || stated < len(latest)-byKilled {
-			t.Errorf("server %d's decision states loads of %d sessions, want between %d and %d", k, stated, len(latest)-byKilled, len(latest))
+			t.Errorf("server %d's decision states loads of %d sessions, want between %d and %d", i, stated, len(latest)-byKilled, len(latest))
 		}
 	}
 }

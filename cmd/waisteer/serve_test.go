@@ -376,61 +376,89 @@ func testServeCrash(t *testing.T, bin string) {
 	srv = startServe(t, bin, cfg)
 	ctx = context.Background()
 	// Every failure is counted; the first few are shown.
-	failures := 0
-	failf := func(format string, args ...any) {
-		t.Helper()
-		if failures++; failures <= 5 {
-			t.Errorf(format, args...)
-		}
-	}
-	defer func() {
-		if failures > 0 {
-			t.Errorf("%d failures after the restart", failures)
-		}
-	}()
-	get := func(target string) []byte {
-		b, err := (&client.Client{HTTP: hc}).Get(ctx, target, api.MaxDecisionBytes)
-		if err != nil {
-			failf("after the restart: %v", err)
-		}
-		return b
-	}
-	for d, raw := range acked {
-		if b := get(srv.url + "/v1/records/" + d.String()); b != nil && !bytes.Equal(b, raw) {
-			failf("record %s: the server has other bytes", d)
-		}
-	}
+	k := newKeptCheck(t, hc)
+	k.records(srv.url, acked)
 	// Each decision, verified with the room's files and the records the
 	// restarted server holds.
-	base := verify.Input{Descriptor: r.Descriptor, KeyLogHead: r.Head, Policy: r.PolicyBytes}
-	records := map[sig.Hash][]byte{}
-	for _, uri := range order {
-		in := base
-		if in.Decision = get(onServer(uri, srv.url)); in.Decision == nil {
-			continue
-		}
-		in.Manifest = manifests[uri]
-		dec, err := decisionOf(in.Decision)
-		if err != nil {
-			failf("%s: %v", uri, err)
-			continue
-		}
-		for _, d := range dec {
-			if records[d] == nil {
-				records[d] = get(srv.url + "/v1/records/" + d.String())
-			}
-			in.Records = append(in.Records, records[d])
-		}
-		if _, err := verify.Verify(in); err != nil {
-			failf("decision %s after the restart: %v", uri, err)
-		}
-	}
+	k.decisions(r, srv.url, srv.url, order, manifests)
 	// And through `verify -url`, as an auditor would, for the first
 	// decision answered and the last before the kill.
 	for _, uri := range []string{order[0], order[len(order)-1]} {
 		out, errs, code := waisteer(t, "", "verify", "-url", onServer(uri, srv.url), "-authority", r.AuthorityPub.String())
 		if code != 0 || !strings.HasPrefix(out, `{"outcome":"accept"`) {
-			failf("verify -url %s: exit %d: %s %s", uri, code, out, errs)
+			k.failf("verify -url %s: exit %d: %s %s", uri, code, out, errs)
+		}
+	}
+}
+
+// keptCheck checks, after a server was killed, that what it acknowledged
+// is still served, counting every failure and showing the first few.
+type keptCheck struct {
+	t        *testing.T
+	hc       *http.Client
+	failures int
+}
+
+func newKeptCheck(t *testing.T, hc *http.Client) *keptCheck {
+	k := &keptCheck{t: t, hc: hc}
+	t.Cleanup(func() {
+		if k.failures > 0 {
+			t.Errorf("%d failures after the kill", k.failures)
+		}
+	})
+	return k
+}
+
+func (k *keptCheck) failf(format string, args ...any) {
+	k.t.Helper()
+	if k.failures++; k.failures <= 5 {
+		k.t.Errorf(format, args...)
+	}
+}
+
+func (k *keptCheck) get(target string) []byte {
+	b, err := (&client.Client{HTTP: k.hc}).Get(context.Background(), target, api.MaxDecisionBytes)
+	if err != nil {
+		k.failf("after the kill: %v", err)
+	}
+	return b
+}
+
+// records checks that the server at base serves each acknowledged record
+// byte for byte.
+func (k *keptCheck) records(base string, acked map[sig.Hash][]byte) {
+	for d, raw := range acked {
+		if b := k.get(base + "/v1/records/" + d.String()); b != nil && !bytes.Equal(b, raw) {
+			k.failf("record %s: the server has other bytes", d)
+		}
+	}
+}
+
+// decisions fetches each decision of order from the server at
+// decisionsAt and the records it names from recordsAt, and verifies it
+// (§9) with the room's files against the manifest that named it.
+func (k *keptCheck) decisions(r *demo.Room, decisionsAt, recordsAt string, order []string, manifests map[string][]byte) {
+	base := verify.Input{Descriptor: r.Descriptor, KeyLogHead: r.Head, Policy: r.PolicyBytes}
+	records := map[sig.Hash][]byte{}
+	for _, uri := range order {
+		in := base
+		if in.Decision = k.get(onServer(uri, decisionsAt)); in.Decision == nil {
+			continue
+		}
+		in.Manifest = manifests[uri]
+		named, err := decisionOf(in.Decision)
+		if err != nil {
+			k.failf("%s: %v", uri, err)
+			continue
+		}
+		for _, d := range named {
+			if records[d] == nil {
+				records[d] = k.get(recordsAt + "/v1/records/" + d.String())
+			}
+			in.Records = append(in.Records, records[d])
+		}
+		if _, err := verify.Verify(in); err != nil {
+			k.failf("decision %s after the kill: %v", uri, err)
 		}
 	}
 }
