@@ -102,13 +102,12 @@ func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
 	fmt.Fprintf(w, "%-7s %9s %7s %10s %10s %9s %9s %12s %10s %8s %12s %9s %10s %9s %6s\n", "minute", "answers", "errors", "p50", "p99", "RSS", "RssAnon", "store bytes", "decisions", "records", "commits>25ms", "slowest", "steer>25ms", "slowest", "steal")
 	start, _ := settledCounts(s.c.addr)
 	file0 := benchFileSize(s.storeFile())
-	hists0, _ := readHists(s.c.addr, benchCommitHist, benchSteerHist)
+	_, hists0 := readMinute(s.c.addr)
 	cpu0 := readMachineCPU()
 	for k := 0; time.Duration(k)*so.minute < o.Soak && ctx.Err() == nil; k++ {
 		d := min(so.minute, o.Soak-time.Duration(k)*so.minute)
 		ph := srv.l.run(ctx, d, so.rate)
-		counts, _ := readCounts(s.c.addr)
-		hists, _ := readHists(s.c.addr, benchCommitHist, benchSteerHist)
+		counts, hists := readMinute(s.c.addr)
 		cpu := readMachineCPU()
 		m := benchMinute{answered: ph.answered, failed: ph.failed, p50: ph.pct[0], p99: ph.pct[1], rss: s.c.rss(), anon: s.c.status("RssAnon:"), fileSize: benchFileSize(s.storeFile()),
 			decisions: counts.stored, records: counts.records, commits: hists[0].since(hists0[0]), steer: hists[1].since(hists0[1]), steal: cpu.stealSince(cpu0), firstErr: ph.firstErr}
@@ -190,25 +189,25 @@ type benchHist struct {
 	cum    []uint64
 }
 
-// The histograms the soak reads from /metrics: a group commit's time, and
-// the steering route's time to answer (which includes its commit's wait).
+// The histograms the soak reads from /metrics (readMinute): a group
+// commit's time, and the steering route's time to answer (which includes
+// its commit's wait).
 const (
 	benchCommitHist = `waisteer_commit_duration_seconds_bucket{le="`
 	benchSteerHist  = `waisteer_http_request_duration_seconds_bucket{route="steer",le="`
 )
 
-// readHists reads the histograms named by their buckets' line prefixes
-// from /metrics, in that order.
-func readHists(addr string, prefixes ...string) ([]benchHist, bool) {
+// readMinute reads, in one fetch of /metrics, the server's counters and
+// its histograms of commits and steering answers.
+func readMinute(addr string) (benchCounts, [2]benchHist) {
+	var hs [2]benchHist
 	m, err := benchGet(context.Background(), addr, "/metrics")
-	hs := make([]benchHist, len(prefixes))
 	if err != nil {
-		return hs, false
+		return benchCounts{}, hs
 	}
-	for i, p := range prefixes {
-		hs[i] = parseHist(m, p)
-	}
-	return hs, true
+	counts, _ := parseCounts(m)
+	hs[0], hs[1] = parseHist(m, benchCommitHist), parseHist(m, benchSteerHist)
+	return counts, hs
 }
 
 // parseHist reads the buckets of one histogram from the text of /metrics:

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -30,13 +29,13 @@ import (
 type Server struct {
 	bin  string // the directory of initdb, pg_ctl and postgres
 	dir  string // its temporary directory: data/ and log
-	Port int
+	port int
 	cred *syscall.Credential // the user it runs as, under root
 	dbs  atomic.Int64
 }
 
-// Bin finds the directory of PostgreSQL's programs, or says why not.
-func Bin() (string, error) {
+// binDir finds the directory of PostgreSQL's programs, or says why not.
+func binDir() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			p = r
@@ -76,7 +75,7 @@ func Start(t testing.TB) *Server {
 // New starts a server that the caller closes (for a TestMain, which has
 // no t).
 func New() (*Server, error) {
-	bin, err := Bin()
+	bin, err := binDir()
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +100,7 @@ func New() (*Server, error) {
 		s.remove()
 		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
 	}
-	if s.Port, err = freePort(); err != nil {
+	if s.port, err = freePort(); err != nil {
 		s.remove()
 		return nil, err
 	}
@@ -154,7 +153,7 @@ func (s *Server) run(prog string, args ...string) ([]byte, error) {
 // Resume starts the server (again, after Stop) and waits until it accepts
 // connections.
 func (s *Server) Resume() error {
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories='' -c max_connections=200", s.Port)
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories='' -c max_connections=200", s.port)
 	if out, err := s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(s.dir, "log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		return fmt.Errorf("pgtest: pg_ctl start: %w\n%s\n%s", err, out, log)
@@ -182,7 +181,7 @@ func (s *Server) remove() { os.RemoveAll(s.dir) }
 
 // DSN is the address of database db on the server.
 func (s *Server) DSN(db string) string {
-	return fmt.Sprintf("postgres://waisteer@127.0.0.1:%d/%s?sslmode=disable", s.Port, db)
+	return fmt.Sprintf("postgres://waisteer@127.0.0.1:%d/%s?sslmode=disable", s.port, db)
 }
 
 // Database creates a fresh, empty database for t and returns its DSN.
@@ -209,10 +208,4 @@ func (s *Server) NewDatabase() (string, error) {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
 	return s.DSN(name), nil
-}
-
-// Log is what the server wrote to its log so far, for a failing test.
-func (s *Server) Log() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-	return strings.TrimSpace(string(b))
 }

@@ -515,24 +515,13 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 		r.Errorf("operator_token_env", "give operator_token_file or operator_token_env, not both")
 	case f.OperatorTokenFile != nil:
 		path := r.path(*f.OperatorTokenFile)
-		b, err := files.Read(path, maxTokenBytes)
-		switch {
-		case err != nil:
-			r.Errorf("operator_token_file", "%v", err)
-		case len(bytes.TrimSpace(b)) == 0:
-			r.Errorf("operator_token_file", "%s holds no token", path)
-		default:
-			cfg.Server.OperatorToken = string(bytes.TrimSpace(b))
+		if cfg.Server.OperatorToken = r.fromFile("operator_token_file", path, maxTokenBytes, "token"); cfg.Server.OperatorToken != "" {
 			if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
 				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: the operator token file %s can be read by others (mode %v)", r.At("operator_token_file"), path, st.Mode().Perm()))
 			}
 		}
 	case f.OperatorTokenEnv != nil:
-		v := strings.TrimSpace(getenv(*f.OperatorTokenEnv))
-		if v == "" {
-			r.Errorf("operator_token_env", "the environment variable %s is unset or empty", *f.OperatorTokenEnv)
-		}
-		cfg.Server.OperatorToken = v
+		cfg.Server.OperatorToken = r.fromEnv("operator_token_env", *f.OperatorTokenEnv, getenv)
 	default:
 		cfg.Warnings = append(cfg.Warnings, r.Name+": no operator_token_file or operator_token_env: the operator's routes (policy, key log, status) are off")
 	}
@@ -625,11 +614,9 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 // verify.go for the room's files: a key file is 65 bytes.
 const (
 	maxTokenBytes = 4 << 10
+	maxDSNBytes   = 4 << 10
 	maxPEMBytes   = 1 << 20
 )
-
-// maxDSNBytes bounds a DSN file.
-const maxDSNBytes = 4096
 
 // store reads the [store] table.
 func (r *serveReader) store(f *storeFile, getenv func(string) string) StoreConfig {
@@ -660,25 +647,36 @@ func (r *serveReader) store(f *storeFile, getenv func(string) string) StoreConfi
 	case f.DSNEnv != nil && f.DSNFile != nil:
 		r.Errorf("store.dsn_file", "give dsn_env or dsn_file, not both")
 	case f.DSNEnv != nil:
-		sc.DSN = strings.TrimSpace(getenv(*f.DSNEnv))
-		if sc.DSN == "" {
-			r.Errorf("store.dsn_env", "the environment variable %s is unset or empty", *f.DSNEnv)
-		}
+		sc.DSN = r.fromEnv("store.dsn_env", *f.DSNEnv, getenv)
 	case f.DSNFile != nil:
-		path := r.path(*f.DSNFile)
-		b, err := files.Read(path, maxDSNBytes)
-		switch {
-		case err != nil:
-			r.Errorf("store.dsn_file", "%v", err)
-		case len(bytes.TrimSpace(b)) == 0:
-			r.Errorf("store.dsn_file", "%s holds no DSN", path)
-		default:
-			sc.DSN = string(bytes.TrimSpace(b))
-		}
+		sc.DSN = r.fromFile("store.dsn_file", r.path(*f.DSNFile), maxDSNBytes, "DSN")
 	default:
 		r.Errorf("store.engine", "%q needs the database's DSN: give dsn_env or dsn_file", StorePostgres)
 	}
 	return sc
+}
+
+// fromFile reads a value the configuration names but never holds (a
+// token, a DSN: what) from the file at path, white space around it
+// removed; "" once it has reported at key why there is none.
+func (r *serveReader) fromFile(key, path string, limit int64, what string) string {
+	b, err := files.Read(path, limit)
+	switch {
+	case err != nil:
+		r.Errorf(key, "%v", err)
+	case len(bytes.TrimSpace(b)) == 0:
+		r.Errorf(key, "%s holds no %s", path, what)
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// fromEnv is fromFile of the environment variable name.
+func (r *serveReader) fromEnv(key, name string, getenv func(string) string) string {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		r.Errorf(key, "the environment variable %s is unset or empty", name)
+	}
+	return v
 }
 
 // path resolves a path of the file relative to the file's directory.

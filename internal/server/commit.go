@@ -75,8 +75,8 @@ func newCommitter(st store.Store, m *metrics, log *slog.Logger) *committer {
 }
 
 // commit hands a decision to the committer and waits until it is durable,
-// or until the store refused its group. The caller started in deciding
-// before deciding; commit has it leave. A decision handed over
+// or until the store refused its group. decide counted the request in
+// deciding; commit has it leave. A decision handed over
 // is in a group whatever its client does, so commit waits for the group's
 // outcome even when the client has gone (ctx is not read): a decision
 // stored is answered and counted as stored, never as store_unavailable

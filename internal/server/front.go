@@ -213,9 +213,7 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 		}
 	}
 	x := steerings.Get().(*steering)
-	s.commits.deciding.start()
 	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
-		s.commits.deciding.leave()
 		x.release()
 		return nil, session, "", aerr
 	}

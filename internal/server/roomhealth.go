@@ -162,14 +162,15 @@ func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persi
 		return cur, nil, api.From(err)
 	}
 	put := func() error {
-		err := error(nil)
 		if persist {
-			err = s.st.PutPolicy(ctx, h.id, base.Digest(), base.Bytes(), true)
+			if err := s.st.PutPolicy(ctx, h.id, base.Digest(), base.Bytes(), true); err != nil {
+				return err
+			}
 		}
-		if err == nil && eff != base {
-			err = s.st.PutPolicy(ctx, h.id, eff.Digest(), eff.Bytes(), false)
+		if eff != base {
+			return s.st.PutPolicy(ctx, h.id, eff.Digest(), eff.Bytes(), false)
 		}
-		return err
+		return nil
 	}
 	if err := h.replace(ctx, st, put); err != nil {
 		h.retired = prev

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,9 +177,6 @@ func TestSharedStoreOneRoom(t *testing.T) {
 			st := e.status()
 			return st.KeyLogSeq != nil && *st.KeyLogSeq == seq
 		})
-	}
-	if os.Getenv("WAISTEER_DEBUG") != "" {
-		t.Logf("order %v", order)
 	}
 }
 

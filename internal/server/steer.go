@@ -106,9 +106,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	}
 
 	x := steerings.Get().(*steering)
-	s.commits.deciding.start()
 	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
-		s.commits.deciding.leave()
 		x.release()
 		s.unavailable(w, h, aerr)
 		return
@@ -216,8 +214,16 @@ func (x *steering) decideLoads(loads []uint32) (int, uint64, error) {
 // and the session counted atomically with the rest of the rule (§6,
 // Loads.Steer), the decision built and signed (§7.3) and compacted for the
 // store. A failure of the table of loads is store_unavailable; any other
-// is internal.
-func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session, x *steering) *api.Error {
+// is internal. The request counts as being decided (the committer waits
+// for it, inFlight) from here until it is handed to the committer, or
+// until decide fails.
+func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session, x *steering) (aerr *api.Error) {
+	s.commits.deciding.start()
+	defer func() {
+		if aerr != nil {
+			s.commits.deciding.leave()
+		}
+	}()
 	x.s, x.h = s, h
 	for attempt := 0; ; attempt++ {
 		st := h.state.Load()

@@ -94,50 +94,55 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 // readFeed reads the others' records and changes after at.
 func (s *Store) readFeed(ctx context.Context, at store.FeedPosition) (store.FeedBatch, error) {
 	b := store.FeedBatch{At: at}
-	rows, err := s.pool.Query(ctx, `SELECT seq, writer, digest, room, hop, start_t, end_t, raw FROM waisteer.records
-		WHERE seq > $1 ORDER BY seq LIMIT $2`, at.Records, feedBatch)
-	if err != nil {
+	if err := s.readRecords(ctx, &b); err != nil {
 		return b, err
 	}
+	return b, s.readChanges(ctx, &b)
+}
+
+// readRecords adds to b the others' records after b.At.Records.
+func (s *Store) readRecords(ctx context.Context, b *store.FeedBatch) error {
+	rows, err := s.pool.Query(ctx, `SELECT seq, writer, digest, room, hop, start_t, end_t, raw FROM waisteer.records
+		WHERE seq > $1 ORDER BY seq LIMIT $2`, b.At.Records, feedBatch)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
 	for rows.Next() {
-		var seq int64
+		var seq, start, end int64
 		var writer int32
 		var d, room, hop, raw []byte
-		var start, end int64
 		if err := rows.Scan(&seq, &writer, &d, &room, &hop, &start, &end, &raw); err != nil {
-			rows.Close()
-			return b, err
+			return err
 		}
 		b.At.Records = seq
 		if writer == s.instance {
 			continue
 		}
-		r := store.Record{Start: u64(start), End: u64(end), Raw: raw}
-		var err1, err2 error
-		r.Digest, err1 = hash(d)
-		r.Room, err2 = hash(room)
-		if err := errors.Join(err1, err2); err != nil || len(hop) != len(r.Hop) {
-			rows.Close()
-			return b, fmt.Errorf("postgres: record %d does not read: %v", seq, err)
+		r, err := recordOf(d, room, hop, start, end, raw)
+		if err != nil {
+			return fmt.Errorf("postgres: record %d: %w", seq, err)
 		}
-		copy(r.Hop[:], hop)
 		b.Records = append(b.Records, r)
 	}
-	if err := rows.Err(); err != nil {
-		return b, err
-	}
-	rows, err = s.pool.Query(ctx, `SELECT seq, writer, kind, room FROM waisteer.changes WHERE seq > $1 ORDER BY seq LIMIT $2`, at.Changes, feedBatch)
+	return rows.Err()
+}
+
+// readChanges adds to b the rooms whose head or active policy the others
+// changed after b.At.Changes.
+func (s *Store) readChanges(ctx context.Context, b *store.FeedBatch) error {
+	rows, err := s.pool.Query(ctx, `SELECT seq, writer, kind, room FROM waisteer.changes WHERE seq > $1 ORDER BY seq LIMIT $2`, b.At.Changes, feedBatch)
 	if err != nil {
-		return b, err
+		return err
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var seq int64
 		var writer int32
 		var kind string
 		var room []byte
 		if err := rows.Scan(&seq, &writer, &kind, &room); err != nil {
-			rows.Close()
-			return b, err
+			return err
 		}
 		b.At.Changes = seq
 		if writer == s.instance {
@@ -145,8 +150,7 @@ func (s *Store) readFeed(ctx context.Context, at store.FeedPosition) (store.Feed
 		}
 		id, err := hash(room)
 		if err != nil {
-			rows.Close()
-			return b, err
+			return err
 		}
 		switch kind {
 		case "room":
@@ -159,5 +163,5 @@ func (s *Store) readFeed(ctx context.Context, at store.FeedPosition) (store.Feed
 			}
 		}
 	}
-	return b, rows.Err()
+	return rows.Err()
 }

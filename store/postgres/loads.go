@@ -39,8 +39,7 @@ type Loads struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	flushes, follows, failures atomic.Uint64
-	closed                     atomic.Bool
+	closed atomic.Bool
 }
 
 // steer is one decision's session, as waisteer.steers holds it.
@@ -150,7 +149,6 @@ func (l *Loads) run(ctx context.Context, at int64) {
 			}
 			return
 		}
-		l.failures.Add(1)
 		if !down {
 			l.log.Warn("sharing the loads: retrying", "err", err)
 			down = true
@@ -210,7 +208,6 @@ func (l *Loads) flush(ctx context.Context) error {
 		l.mu.Unlock()
 		return err
 	}
-	l.flushes.Add(1)
 	return nil
 }
 
@@ -242,7 +239,6 @@ func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
 		if err := rows.Err(); err != nil {
 			return at, err
 		}
-		l.follows.Add(1)
 		if k < steersBatch {
 			return at, nil
 		}

@@ -192,9 +192,15 @@ func (s *Store) PutRoom(ctx context.Context, r store.Room) error {
 			r.ID[:], nonNil(r.Descriptor), r.KeyLogHead); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, writer, kind, room) VALUES (nextval('waisteer.feed'), $1, 'room', $2)", s.instance, r.ID[:])
-		return err
+		return s.addChange(ctx, tx, "room", r.ID)
 	})
+}
+
+// addChange numbers a change of the room for the other servers (the feed
+// of changes: kind "room" or "policy"); the changes' lock is held.
+func (s *Store) addChange(ctx context.Context, tx pgx.Tx, kind string, room sig.Hash) error {
+	_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, writer, kind, room) VALUES (nextval('waisteer.feed'), $1, $2, $3)", s.instance, kind, room[:])
+	return err
 }
 
 // Rooms returns every room held.
@@ -203,6 +209,7 @@ func (s *Store) Rooms(ctx context.Context) ([]store.Room, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	var rs []store.Room
 	for rows.Next() {
 		var id, desc, head []byte
@@ -237,8 +244,7 @@ func (s *Store) PutPolicy(ctx context.Context, room sig.Hash, digest sig.Hash, r
 			ON CONFLICT (room) DO UPDATE SET digest = excluded.digest`, room[:], digest[:]); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO waisteer.changes (seq, writer, kind, room) VALUES (nextval('waisteer.feed'), $1, 'policy', $2)", s.instance, room[:])
-		return err
+		return s.addChange(ctx, tx, "policy", room)
 	})
 }
 
@@ -271,14 +277,11 @@ func (s *Store) PutRecords(ctx context.Context, rs []store.Record) ([]bool, erro
 	if len(rs) == 0 {
 		return added, nil
 	}
-	cols := make([][][]byte, 4)
+	digests, rooms, hops, raws := make([][]byte, len(rs)), make([][]byte, len(rs)), make([][]byte, len(rs)), make([][]byte, len(rs))
 	starts, ends := make([]int64, len(rs)), make([]int64, len(rs))
 	for i := range rs {
 		r := &rs[i]
-		cols[0] = append(cols[0], r.Digest[:])
-		cols[1] = append(cols[1], r.Room[:])
-		cols[2] = append(cols[2], r.Hop[:])
-		cols[3] = append(cols[3], nonNil(r.Raw))
+		digests[i], rooms[i], hops[i], raws[i] = r.Digest[:], r.Room[:], r.Hop[:], nonNil(r.Raw)
 		starts[i], ends[i] = i64(r.Start), i64(r.End)
 	}
 	err := s.inFeed(ctx, lockRecords, "records", func(tx pgx.Tx) error {
@@ -288,10 +291,11 @@ func (s *Store) PutRecords(ctx context.Context, rs []store.Record) ([]bool, erro
 			FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bytea[]) WITH ORDINALITY AS u(d, r, h, s, e, w, i)
 			ORDER BY i
 			ON CONFLICT (digest) DO NOTHING RETURNING digest`,
-			cols[0], cols[1], cols[2], starts, ends, cols[3], s.instance)
+			digests, rooms, hops, starts, ends, raws, s.instance)
 		if err != nil {
 			return err
 		}
+		defer rows.Close()
 		fresh := map[sig.Hash]bool{}
 		for rows.Next() {
 			var d []byte
@@ -343,20 +347,31 @@ func (s *Store) Records(ctx context.Context, room sig.Hash, since uint64, fn fun
 		if err := rows.Scan(&d, &hop, &start, &end, &raw); err != nil {
 			return err
 		}
-		r := store.Record{Room: room, Start: u64(start), End: u64(end), Raw: nonNil(raw)}
-		var err error
-		if r.Digest, err = hash(d); err != nil {
+		r, err := recordOf(d, room[:], hop, start, end, raw)
+		if err != nil {
 			return err
 		}
-		if len(hop) != len(r.Hop) {
-			return fmt.Errorf("postgres: record %s's hop key has %d bytes", r.Digest, len(hop))
-		}
-		copy(r.Hop[:], hop)
 		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
+}
+
+// recordOf is a record as waisteer.records holds it.
+func recordOf(digest, room, hop []byte, start, end int64, raw []byte) (store.Record, error) {
+	r := store.Record{Start: u64(start), End: u64(end), Raw: nonNil(raw)}
+	var err1, err2 error
+	r.Digest, err1 = hash(digest)
+	r.Room, err2 = hash(room)
+	if err := errors.Join(err1, err2); err != nil {
+		return r, fmt.Errorf("postgres: a record does not read: %w", err)
+	}
+	if len(hop) != len(r.Hop) {
+		return r, fmt.Errorf("postgres: record %s's hop key has %d bytes", r.Digest, len(hop))
+	}
+	copy(r.Hop[:], hop)
+	return r, nil
 }
 
 // PutDecisions stores the decisions not yet held and the snapshots they
@@ -392,7 +407,7 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		if err != nil {
 			return err
 		}
-		cols := make([][][]byte, 2)
+		digests, rowsOf := make([][]byte, 0, len(todo)), make([][]byte, 0, len(todo))
 		ts, ctxs, snaps := make([]int64, 0, len(todo)), make([]int64, 0, len(todo)), make([]int64, 0, len(todo))
 		for _, i := range todo {
 			d := &ds[i]
@@ -401,14 +416,13 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 			if err != nil {
 				return err
 			}
-			cols[0] = append(cols[0], d.Digest[:])
-			cols[1] = append(cols[1], rows[i])
+			digests, rowsOf = append(digests, d.Digest[:]), append(rowsOf, rows[i])
 			ts, ctxs, snaps = append(ts, i64(d.T)), append(ctxs, id), append(snaps, snapshots[d.Evidence])
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (digest, seq, writer, t, context, snapshot, row)
 			SELECT d, nextval('waisteer.feed'), $6, t, c, s, r
 			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(d, t, c, s, r, i)
-			ORDER BY i ON CONFLICT (digest) DO NOTHING`, cols[0], ts, ctxs, snaps, cols[1], s.instance)
+			ORDER BY i ON CONFLICT (digest) DO NOTHING`, digests, ts, ctxs, snaps, rowsOf, s.instance)
 		return err
 	})
 	if err != nil {
@@ -439,6 +453,7 @@ func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence,
 	}
 	ids := map[sig.Hash]int64{}
 	scan := func(rows pgx.Rows) error {
+		defer rows.Close()
 		for rows.Next() {
 			var id int64
 			var k []byte
@@ -575,6 +590,7 @@ func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64
 			if err != nil {
 				return err
 			}
+			defer rows.Close()
 			var snaps []int64
 			for rows.Next() {
 				var id int64
