@@ -75,6 +75,7 @@ func TestServeCluster(t *testing.T) {
 	manifests := map[string][]byte{} // decision URI → the manifest that named it
 	var order []string               // decision URIs in the order answered
 	var answers []answer             // who answered each manifest, for which session, in order
+	unanswered := 0 // first requests with no answer read: each may have made a session the servers count
 	killed := make(chan struct{})
 	afterKill := 0 // manifests the survivors answered after the kill
 	p := r.Policy
@@ -90,6 +91,13 @@ func TestServeCluster(t *testing.T) {
 				k := (g + n) % 3
 				m, err := (&client.Client{HTTP: hc}).Steer(ctx, onServer(next, srvs[k].url))
 				if err != nil {
+					// Decided perhaps, and its answer lost (the kill, or the
+					// end of the load): a first request's session may count.
+					if next == fresh {
+						mu.Lock()
+						unanswered++
+						mu.Unlock()
+					}
 					continue
 				}
 				u, err := url.Parse(m.Reload)
@@ -156,7 +164,8 @@ func TestServeCluster(t *testing.T) {
 	// The shared loads (§6): every session counts once, on the pathway
 	// its latest decision put first. The sessions whose latest decision
 	// the killed server made in its last moments may not have reached the
-	// others (SPEC-NOTES: its last 50 ms).
+	// others (SPEC-NOTES: its last 50 ms); a first request whose answer was
+	// never read may have made a session the test did not see.
 	latest := map[string]int{}
 	for _, a := range answers {
 		latest[a.session] = a.server
@@ -181,9 +190,9 @@ func TestServeCluster(t *testing.T) {
 		for _, pw := range d.Pathways {
 			stated += int(pw.Load)
 		}
-		t.Logf("server %d's new decision states %d sessions: %d sessions in all, the killed server made the latest decision of %d", i, stated, len(latest), byKilled)
-		if stated > len(latest) || stated < len(latest)-byKilled {
-			t.Errorf("server %d's decision states loads of %d sessions, want between %d and %d", i, stated, len(latest)-byKilled, len(latest))
+		t.Logf("server %d's new decision states %d sessions: %d sessions answered, the killed server made the latest decision of %d, %d first requests unanswered", i, stated, len(latest), byKilled, unanswered)
+		if stated > len(latest)+unanswered || stated < len(latest)-byKilled {
+			t.Errorf("server %d's decision states loads of %d sessions, want between %d and %d", i, stated, len(latest)-byKilled, len(latest)+unanswered)
 		}
 	}
 }
