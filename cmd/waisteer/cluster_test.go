@@ -75,7 +75,7 @@ func TestServeCluster(t *testing.T) {
 	manifests := map[string][]byte{} // decision URI → the manifest that named it
 	var order []string               // decision URIs in the order answered
 	var answers []answer             // who answered each manifest, for which session, in order
-	unanswered := 0 // first requests with no answer read: each may have made a session the servers count
+	unanswered := 0                  // first requests with no answer read: each may have made a session the servers count
 	killed := make(chan struct{})
 	afterKill := 0 // manifests the survivors answered after the kill
 	p := r.Policy
