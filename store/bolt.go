@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/waisteer/waisteer/internal/sig"
 )
@@ -29,11 +32,15 @@ var (
 	bucketContextIDs      = []byte("context_ids")
 	bucketSnapshots       = []byte("snapshots")
 	bucketSnapshotBodies  = []byte("snapshot_bodies")
+	bucketLogEntries      = []byte("log_entries") // room ‖ index BE → LogEntry.Leaf
+	bucketLogHashes       = []byte("log_hashes")  // room ‖ stored hash index BE → hash
+	bucketLogSizes        = []byte("log_sizes")   // room → leaves, u64 BE
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketRooms, bucketPolicies, bucketActive, bucketRecords,
 		bucketRecordEnds, bucketDecisions, bucketDecisionDigests, bucketContexts,
 		bucketContextIDs, bucketSnapshots, bucketSnapshotBodies,
+		bucketLogEntries, bucketLogHashes, bucketLogSizes,
 	}
 
 	metaFormat = []byte("format")
@@ -507,6 +514,9 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 				return err
 			}
 		}
+		if err := appendBoltLogs(tx, ds, keys); err != nil {
+			return err
+		}
 		for i, key := range keys {
 			if key == nil {
 				continue
@@ -549,6 +559,129 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// appendBoltLogs appends the new decisions (those with a key) to their
+// rooms' logs, in the group's order.
+func appendBoltLogs(tx *bolt.Tx, ds []Decision, keys [][]byte) error {
+	var rooms []sig.Hash
+	leaves := map[sig.Hash][][]byte{}
+	for i, key := range keys {
+		if key == nil {
+			continue
+		}
+		d := &ds[i]
+		if _, ok := leaves[d.Room]; !ok {
+			rooms = append(rooms, d.Room)
+		}
+		leaves[d.Room] = append(leaves[d.Room], LogEntry{Digest: d.Digest, T: d.T}.Leaf())
+	}
+	entries, hashes, sizes := tx.Bucket(bucketLogEntries), tx.Bucket(bucketLogHashes), tx.Bucket(bucketLogSizes)
+	// A room's leaves and hashes are appended in ascending keys.
+	entries.FillPercent, hashes.FillPercent = appendFill, appendFill
+	for _, room := range rooms {
+		var n int64
+		if v := sizes.Get(room[:]); v != nil {
+			if len(v) != 8 {
+				return fmt.Errorf("store: room %s's log size has %d bytes", room, len(v))
+			}
+			n = int64(binary.BigEndian.Uint64(v))
+		}
+		fresh, err := AppendLog(n, leaves[room], func(indexes []int64) ([]tlog.Hash, error) {
+			return boltLogHashes(hashes, room, indexes)
+		})
+		if err != nil {
+			return err
+		}
+		for k, leaf := range leaves[room] {
+			if err := entries.Put(logKey(room, n+int64(k)), leaf); err != nil {
+				return err
+			}
+		}
+		for _, x := range slices.Sorted(maps.Keys(fresh)) {
+			h := fresh[x]
+			if err := hashes.Put(logKey(room, x), h[:]); err != nil {
+				return err
+			}
+		}
+		if err := sizes.Put(clone(room[:]), binary.BigEndian.AppendUint64(nil, uint64(n+int64(len(leaves[room]))))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logKey is room ‖ i, big-endian.
+func logKey(room sig.Hash, i int64) []byte {
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, sig.HashSize+8), room[:]...), uint64(i))
+}
+
+func boltLogHashes(b *bolt.Bucket, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		v := b.Get(logKey(room, x))
+		if len(v) != tlog.HashSize {
+			return nil, fmt.Errorf("store: room %s's log hash %d is not held", room, x)
+		}
+		copy(out[i][:], v)
+	}
+	return out, nil
+}
+
+// LogSize is the number of leaves in the room's log.
+func (s *Bolt) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
+	v, err := s.get(ctx, bucketLogSizes, room[:])
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case len(v) != 8:
+		return 0, fmt.Errorf("store: room %s's log size has %d bytes", room, len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// LogEntries returns the leaves [start, end) of the room's log.
+func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]LogEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if start < 0 || start > end {
+		return nil, fmt.Errorf("store: log entries [%d, %d)", start, end)
+	}
+	es := make([]LogEntry, 0, end-start)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketLogEntries).Cursor()
+		k, v := c.Seek(logKey(room, start))
+		for i := start; i < end; i++ {
+			if !bytes.Equal(k, logKey(room, i)) {
+				return fmt.Errorf("store: room %s's log has no entry %d", room, i)
+			}
+			e, err := ParseLogEntry(v)
+			if err != nil {
+				return err
+			}
+			es = append(es, e)
+			k, v = c.Next()
+		}
+		return nil
+	})
+	return es, err
+}
+
+// LogHashes returns the room's stored log hashes at the indexes.
+func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []tlog.Hash
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = boltLogHashes(tx.Bucket(bucketLogHashes), room, indexes)
+		return err
+	})
+	return out, err
 }
 
 func firstLoads(ds []Decision) []uint32 {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/waisteer/waisteer/internal/sig"
 )
 
@@ -24,6 +26,14 @@ type Memory struct {
 	decisions map[sig.Hash]Decision
 	snapshots map[sig.Hash]*memSnapshot
 	secrets   map[string][]byte
+	logs      map[sig.Hash]*memLog
+}
+
+// memLog is a room's log of decisions: its leaves, and its stored hashes
+// by index (appended in order, so dense).
+type memLog struct {
+	entries []LogEntry
+	hashes  []tlog.Hash
 }
 
 // memSnapshot is a snapshot and how many decisions reference it.
@@ -45,6 +55,7 @@ func NewMemory() *Memory {
 		decisions: map[sig.Hash]Decision{},
 		snapshots: map[sig.Hash]*memSnapshot{},
 		secrets:   map[string][]byte{},
+		logs:      map[sig.Hash]*memLog{},
 	}
 }
 
@@ -245,8 +256,92 @@ func (m *Memory) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision)
 		d.Loads = slices.Clone(d.Loads)
 		m.decisions[d.Digest] = d
 		m.snapshots[d.Evidence].refs++
+		if err := m.appendLog(d); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// appendLog appends the decision to its room's log; m.mu is held.
+func (m *Memory) appendLog(d Decision) error {
+	l := m.logs[d.Room]
+	if l == nil {
+		l = &memLog{}
+		m.logs[d.Room] = l
+	}
+	e := LogEntry{Digest: d.Digest, T: d.T}
+	fresh, err := AppendLog(int64(len(l.entries)), [][]byte{e.Leaf()}, func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		for i, x := range indexes {
+			out[i] = l.hashes[x]
+		}
+		return out, nil
+	})
+	if err != nil {
+		return err
+	}
+	for x := int64(len(l.hashes)); x < int64(len(l.hashes)+len(fresh)); x++ {
+		if _, ok := fresh[x]; !ok {
+			return fmt.Errorf("store: the log's stored hash %d was not made", x)
+		}
+	}
+	for range fresh {
+		l.hashes = append(l.hashes, fresh[int64(len(l.hashes))])
+	}
+	l.entries = append(l.entries, e)
+	return nil
+}
+
+// LogSize is the number of leaves in the room's log.
+func (m *Memory) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if l := m.logs[room]; l != nil {
+		return int64(len(l.entries)), nil
+	}
+	return 0, nil
+}
+
+// LogEntries returns the leaves [start, end) of the room's log.
+func (m *Memory) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]LogEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var es []LogEntry
+	if l := m.logs[room]; l != nil {
+		es = l.entries
+	}
+	if start < 0 || start > end || end > int64(len(es)) {
+		return nil, fmt.Errorf("store: log entries [%d, %d) of a log of %d", start, end, len(es))
+	}
+	return slices.Clone(es[start:end]), nil
+}
+
+// LogHashes returns the room's stored log hashes at the indexes.
+func (m *Memory) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var hs []tlog.Hash
+	if l := m.logs[room]; l != nil {
+		hs = l.hashes
+	}
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		if x < 0 || x >= int64(len(hs)) {
+			return nil, fmt.Errorf("store: log hash %d of %d stored", x, len(hs))
+		}
+		out[i] = hs[x]
+	}
+	return out, nil
 }
 
 // Decision returns the stored decision with the digest.

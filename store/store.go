@@ -112,6 +112,10 @@ type Store interface {
 	// restart. A secret held with another length is an error.
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 
+	// Every decision PutDecisions stores is appended to its room's log
+	// (log.go), in the same durable write.
+	Log
+
 	Close() error
 }
 

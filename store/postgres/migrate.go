@@ -108,6 +108,25 @@ var migrations = []string{
 		expires bigint NOT NULL
 	);
 	CREATE INDEX steers_by_expires ON waisteer.steers (expires);`,
+	// 3: each room's log of decisions (issue 16, store's log.go): its
+	// leaves, its stored hashes (tlog's) and its size.
+	`CREATE TABLE waisteer.log_entries (
+		room   bytea NOT NULL,
+		idx    bigint NOT NULL,
+		digest bytea NOT NULL,
+		t      bigint NOT NULL,
+		PRIMARY KEY (room, idx)
+	);
+	CREATE TABLE waisteer.log_hashes (
+		room bytea NOT NULL,
+		idx  bigint NOT NULL,
+		hash bytea NOT NULL,
+		PRIMARY KEY (room, idx)
+	);
+	CREATE TABLE waisteer.log_sizes (
+		room bytea PRIMARY KEY,
+		size bigint NOT NULL
+	);`,
 }
 
 // Version is the schema version this build writes and reads.

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
@@ -419,11 +420,35 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 			digests, rowsOf = append(digests, d.Digest[:]), append(rowsOf, rows[i])
 			ts, ctxs, snaps = append(ts, i64(d.T)), append(ctxs, id), append(snaps, snapshots[d.Evidence])
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (digest, seq, writer, t, context, snapshot, row)
+		rs, err := tx.Query(ctx, `INSERT INTO waisteer.decisions (digest, seq, writer, t, context, snapshot, row)
 			SELECT d, nextval('waisteer.feed'), $6, t, c, s, r
 			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(d, t, c, s, r, i)
-			ORDER BY i ON CONFLICT (digest) DO NOTHING`, digests, ts, ctxs, snaps, rowsOf, s.instance)
-		return err
+			ORDER BY i ON CONFLICT (digest) DO NOTHING RETURNING digest`, digests, ts, ctxs, snaps, rowsOf, s.instance)
+		if err != nil {
+			return err
+		}
+		added := map[sig.Hash]bool{}
+		for rs.Next() {
+			var b []byte
+			if err := rs.Scan(&b); err != nil {
+				return err
+			}
+			h, err := hash(b)
+			if err != nil {
+				return err
+			}
+			added[h] = true
+		}
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		var logged []store.Decision
+		for _, i := range todo {
+			if added[ds[i].Digest] {
+				logged = append(logged, ds[i])
+			}
+		}
+		return appendLogs(ctx, tx, logged)
 	})
 	if err != nil {
 		return err
@@ -436,6 +461,163 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// appendLogs appends the new decisions to their rooms' logs (store's
+// log.go), in the group's order: the log's size and the stored hashes an
+// append reads are read first, in one query a room, then the leaves, the
+// hashes and the sizes written. The decisions' feed lock is held, so no
+// other server appends meanwhile.
+func appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) error {
+	var rooms []sig.Hash
+	leaves := map[sig.Hash][]store.LogEntry{}
+	for _, d := range ds {
+		if _, ok := leaves[d.Room]; !ok {
+			rooms = append(rooms, d.Room)
+		}
+		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
+	}
+	for _, room := range rooms {
+		var n int64
+		err := tx.QueryRow(ctx, "SELECT size FROM waisteer.log_sizes WHERE room = $1", room[:]).Scan(&n)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		es := leaves[room]
+		held := map[int64]tlog.Hash{}
+		if need := store.LogNeeds(n, len(es)); len(need) > 0 {
+			rows, err := tx.Query(ctx, "SELECT idx, hash FROM waisteer.log_hashes WHERE room = $1 AND idx = ANY($2)", room[:], need)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var x int64
+				var h []byte
+				if err := rows.Scan(&x, &h); err != nil {
+					return err
+				}
+				if len(h) != tlog.HashSize {
+					return fmt.Errorf("postgres: room %s's log hash %d has %d bytes", room, x, len(h))
+				}
+				held[x] = tlog.Hash(h)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		bs := make([][]byte, len(es))
+		digests, ts, idx := make([][]byte, len(es)), make([]int64, len(es)), make([]int64, len(es))
+		for k, e := range es {
+			bs[k] = e.Leaf()
+			digests[k], ts[k], idx[k] = e.Digest[:], i64(e.T), n+int64(k)
+		}
+		fresh, err := store.AppendLog(n, bs, func(indexes []int64) ([]tlog.Hash, error) {
+			out := make([]tlog.Hash, len(indexes))
+			for i, x := range indexes {
+				h, ok := held[x]
+				if !ok {
+					return nil, fmt.Errorf("postgres: room %s's log hash %d is not held", room, x)
+				}
+				out[i] = h
+			}
+			return out, nil
+		})
+		if err != nil {
+			return err
+		}
+		hx, hv := make([]int64, 0, len(fresh)), make([][]byte, 0, len(fresh))
+		for x, h := range fresh {
+			hx, hv = append(hx, x), append(hv, h[:])
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.log_entries (room, idx, digest, t) SELECT $1, i, d, t FROM unnest($2::bigint[], $3::bytea[], $4::bigint[]) AS u(i, d, t)`,
+			room[:], idx, digests, ts); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.log_hashes (room, idx, hash) SELECT $1, i, h FROM unnest($2::bigint[], $3::bytea[]) AS u(i, h)`, room[:], hx, hv); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.log_sizes (room, size) VALUES ($1, $2) ON CONFLICT (room) DO UPDATE SET size = excluded.size`,
+			room[:], n+int64(len(es))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LogSize is the number of leaves in the room's log.
+func (s *Store) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, "SELECT size FROM waisteer.log_sizes WHERE room = $1", room[:]).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// LogEntries returns the leaves [start, end) of the room's log.
+func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]store.LogEntry, error) {
+	if start < 0 || start > end {
+		return nil, fmt.Errorf("postgres: log entries [%d, %d)", start, end)
+	}
+	rows, err := s.pool.Query(ctx, "SELECT idx, digest, t FROM waisteer.log_entries WHERE room = $1 AND idx >= $2 AND idx < $3 ORDER BY idx", room[:], start, end)
+	if err != nil {
+		return nil, err
+	}
+	es := make([]store.LogEntry, 0, end-start)
+	for rows.Next() {
+		var x, t int64
+		var d []byte
+		if err := rows.Scan(&x, &d, &t); err != nil {
+			return nil, err
+		}
+		h, err := hash(d)
+		if err != nil {
+			return nil, err
+		}
+		if x != start+int64(len(es)) {
+			return nil, fmt.Errorf("postgres: room %s's log has no entry %d", room, start+int64(len(es)))
+		}
+		es = append(es, store.LogEntry{Digest: h, T: u64(t)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if int64(len(es)) != end-start {
+		return nil, fmt.Errorf("postgres: room %s's log has no entry %d", room, start+int64(len(es)))
+	}
+	return es, nil
+}
+
+// LogHashes returns the room's stored log hashes at the indexes.
+func (s *Store) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
+	rows, err := s.pool.Query(ctx, "SELECT idx, hash FROM waisteer.log_hashes WHERE room = $1 AND idx = ANY($2)", room[:], indexes)
+	if err != nil {
+		return nil, err
+	}
+	got := map[int64]tlog.Hash{}
+	for rows.Next() {
+		var x int64
+		var h []byte
+		if err := rows.Scan(&x, &h); err != nil {
+			return nil, err
+		}
+		if len(h) != tlog.HashSize {
+			return nil, fmt.Errorf("postgres: room %s's log hash %d has %d bytes", room, x, len(h))
+		}
+		got[x] = tlog.Hash(h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		h, ok := got[x]
+		if !ok {
+			return nil, fmt.Errorf("postgres: room %s's log hash %d is not held", room, x)
+		}
+		out[i] = h
+	}
+	return out, nil
 }
 
 // snapshotIDs returns the ids of the snapshots the decisions ds[todo]

@@ -43,6 +43,7 @@ var tests = []struct {
 	{"PruneBesideWriters", testPruneBesideWriters},
 	{"ContextCancelled", testContextCancelled},
 	{"Secret", testSecret},
+	{"Log", testLog},
 }
 
 // Run runs every engine-agnostic test of store.Store on e, each as a subtest

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/waisteer/waisteer/internal/sig"
+)
+
+// A room's log of decisions (issue 16): every decision a store holds is
+// appended, in commit order (the order of PutDecisions' groups, and within
+// a group the order given), as a leaf of an append-only Merkle tree hashed
+// as RFC 6962 hashes one (golang.org/x/mod/sumdb/tlog), in the same
+// durable write as the decision. The tree is kept as tlog's stored hashes:
+// each leaf's hash and the hashes of the complete subtrees it closes, so
+// that any tree size's root and any proof is read from them. Pruning a
+// decision leaves its leaf: the log is append-only, and the decision's
+// bytes are then gone from the store (404), as they are today.
+
+// LogEntry is one leaf: a decision's digest and its t (µs on the room
+// clock).
+type LogEntry struct {
+	Digest sig.Hash
+	T      uint64
+}
+
+// LogEntrySize is the size of a leaf's bytes.
+const LogEntrySize = sig.HashSize + 8
+
+// Leaf is the leaf's bytes, which its record hash covers (RFC 6962 §2.1:
+// SHA-256 of 0x00 and them): the digest, then t as a big-endian u64.
+func (e LogEntry) Leaf() []byte {
+	b := make([]byte, 0, LogEntrySize)
+	b = append(b, e.Digest[:]...)
+	return binary.BigEndian.AppendUint64(b, e.T)
+}
+
+// ParseLogEntry reads a leaf's bytes.
+func ParseLogEntry(b []byte) (LogEntry, error) {
+	if len(b) != LogEntrySize {
+		return LogEntry{}, fmt.Errorf("store: a log entry of %d bytes, not %d", len(b), LogEntrySize)
+	}
+	return LogEntry{Digest: sig.Hash(b[:sig.HashSize]), T: binary.BigEndian.Uint64(b[sig.HashSize:])}, nil
+}
+
+// Log reads a room's log of decisions. Every Store is one.
+type Log interface {
+	// LogSize is the number of leaves in the room's log (0 for a room
+	// with none).
+	LogSize(ctx context.Context, room sig.Hash) (int64, error)
+	// LogEntries returns the leaves [start, end) of the room's log; end
+	// must not pass its size.
+	LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]LogEntry, error)
+	// LogHashes returns the stored hashes at the indexes (tlog's stored
+	// hash indexes), each of which must be below tlog.StoredHashCount of
+	// the log's size.
+	LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error)
+}
+
+// AppendLog computes the stored hashes that appending the leaves to a log
+// of n leaves adds, by stored hash index; get reads the log's stored
+// hashes (it is asked only for indexes below tlog.StoredHashCount(n)).
+func AppendLog(n int64, leaves [][]byte, get func(indexes []int64) ([]tlog.Hash, error)) (map[int64]tlog.Hash, error) {
+	fresh := make(map[int64]tlog.Hash, 2*len(leaves))
+	r := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		var miss []int64
+		var at []int
+		for i, x := range indexes {
+			if h, ok := fresh[x]; ok {
+				out[i] = h
+			} else {
+				miss, at = append(miss, x), append(at, i)
+			}
+		}
+		if len(miss) > 0 {
+			hs, err := get(miss)
+			if err != nil {
+				return nil, err
+			}
+			if len(hs) != len(miss) {
+				return nil, fmt.Errorf("store: %d log hashes read for %d indexes", len(hs), len(miss))
+			}
+			for j, i := range at {
+				out[i] = hs[j]
+			}
+		}
+		return out, nil
+	})
+	for k, leaf := range leaves {
+		m := n + int64(k)
+		hs, err := tlog.StoredHashes(m, leaf, r)
+		if err != nil {
+			return nil, err
+		}
+		base := tlog.StoredHashCount(m)
+		for j, h := range hs {
+			fresh[base+int64(j)] = h
+		}
+	}
+	return fresh, nil
+}
+
+// LogNeeds is the stored hash indexes of a log of n leaves that appending
+// k leaves reads, so that a store whose reads are round trips can read
+// them at once before AppendLog. Which hashes are read depends on n and k
+// alone.
+func LogNeeds(n int64, k int) []int64 {
+	var need []int64
+	seen := map[int64]bool{}
+	zero := make([][]byte, k)
+	for i := range zero {
+		zero[i] = make([]byte, LogEntrySize)
+	}
+	AppendLog(n, zero, func(indexes []int64) ([]tlog.Hash, error) {
+		for _, x := range indexes {
+			if !seen[x] {
+				seen[x] = true
+				need = append(need, x)
+			}
+		}
+		return make([]tlog.Hash, len(indexes)), nil
+	})
+	return need
+}

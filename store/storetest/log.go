@@ -1,0 +1,126 @@
+package storetest
+
+import (
+	"crypto/sha256"
+	"slices"
+	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/store"
+)
+
+// mth is the Merkle Tree Hash of RFC 6962 §2.1, written from the RFC: of
+// no leaves SHA-256 of nothing; of one, SHA-256 of 0x00 and the leaf; of
+// n > 1, SHA-256 of 0x01, the hash of the first k leaves and the hash of
+// the rest, k the largest power of two below n.
+func mth(leaves [][]byte) [32]byte {
+	switch len(leaves) {
+	case 0:
+		return sha256.Sum256(nil)
+	case 1:
+		return sha256.Sum256(append([]byte{0}, leaves[0]...))
+	}
+	k := 1
+	for 2*k < len(leaves) {
+		k *= 2
+	}
+	l, r := mth(leaves[:k]), mth(leaves[k:])
+	return sha256.Sum256(append(append([]byte{1}, l[:]...), r[:]...))
+}
+
+// testLog (issue 16): every decision a store holds is a leaf of its room's
+// log, appended in commit order (the groups' order, and the order within a
+// group), once; the tree its stored hashes give at every size is RFC 6962's
+// over the leaves; a decision's inclusion proves from them; pruning
+// removes no leaf.
+func testLog(t *testing.T, e Engine) {
+	s := e.Open(t, 0)
+	sc := pathwaysScenario(t, 3, 8)
+	ms := makeDecisions(t, sc, 5, 150, 6*scenario.Period, 1000)
+	other := hash("another room")
+	for i := range ms {
+		if i%3 == 2 {
+			ms[i].row.Room = other
+		}
+	}
+	want := map[sig.Hash][]store.LogEntry{}
+	logged := map[sig.Hash]bool{} // a digest is a decision's: stored, and logged, once
+	for i, size := 0, 1; i < len(ms); i, size = i+size, size%13+1 {
+		g := ms[i:min(i+size, len(ms))]
+		put := rowsOf(g)
+		if size%4 == 0 && i > 0 {
+			put = append(put, ms[i-1].row, put[0]) // one held, one twice: neither appended again
+		}
+		if err := s.PutDecisions(bg, evidenceOf(append(g, ms[max(i-1, 0)])), put); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range g {
+			if !logged[m.row.Digest] {
+				logged[m.row.Digest] = true
+				want[m.row.Room] = append(want[m.row.Room], store.LogEntry{Digest: m.row.Digest, T: m.row.T})
+			}
+		}
+	}
+	// Again, every one: nothing new.
+	putAll(t, s, ms, 50)
+	check := func(when string) {
+		t.Helper()
+		for _, room := range []sig.Hash{sc.Room.ID(), other} {
+			n, err := s.LogSize(bg, room)
+			if err != nil || n != int64(len(want[room])) {
+				t.Fatalf("%s: room %s's log size %d, %v, want %d", when, room, n, err, len(want[room]))
+			}
+			got, err := s.LogEntries(bg, room, 0, n)
+			if err != nil || !slices.Equal(got, want[room]) {
+				t.Fatalf("%s: room %s's log entries %v, want the decisions in commit order, %v", when, room, err, len(want[room]))
+			}
+			if mid, err := s.LogEntries(bg, room, 3, 7); err != nil || !slices.Equal(mid, want[room][3:7]) {
+				t.Errorf("%s: entries [3, 7): %v", when, err)
+			}
+			var leaves [][]byte
+			for _, e := range want[room] {
+				leaves = append(leaves, e.Leaf())
+			}
+			r := tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return s.LogHashes(bg, room, x) })
+			for m := int64(1); m <= n; m++ {
+				root, err := tlog.TreeHash(m, r)
+				if err != nil {
+					t.Fatalf("%s: the tree of %d: %v", when, m, err)
+				}
+				if root != tlog.Hash(mth(leaves[:m])) {
+					t.Fatalf("%s: room %s's tree of %d leaves hashes to %s, RFC 6962's is %x", when, room, m, root, mth(leaves[:m]))
+				}
+			}
+			root, _ := tlog.TreeHash(n, r)
+			for _, i := range []int64{0, n / 2, n - 1} {
+				p, err := tlog.ProveRecord(n, i, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tlog.CheckRecord(p, n, root, i, tlog.RecordHash(leaves[i])); err != nil {
+					t.Errorf("%s: leaf %d's inclusion: %v", when, i, err)
+				}
+			}
+			if _, err := s.LogEntries(bg, room, 0, n+1); err == nil {
+				t.Errorf("%s: entries past the log's end were given", when)
+			}
+			if _, err := s.LogHashes(bg, room, []int64{tlog.StoredHashCount(n)}); err == nil {
+				t.Errorf("%s: a stored hash past the log's was given", when)
+			}
+		}
+		if n, err := s.LogSize(bg, hash("no such room")); err != nil || n != 0 {
+			t.Errorf("a room with no decisions: log size %d, %v", n, err)
+		}
+	}
+	check("stored")
+	if _, err := s.Prune(bg, 0, 1<<63); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decision(bg, ms[0].row.Digest); err == nil {
+		t.Fatal("the decisions were not pruned")
+	}
+	check("pruned")
+}
