@@ -5,15 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/waisteer/waisteer/internal/sig"
 )
@@ -32,15 +29,12 @@ var (
 	bucketContextIDs      = []byte("context_ids")
 	bucketSnapshots       = []byte("snapshots")
 	bucketSnapshotBodies  = []byte("snapshot_bodies")
-	bucketLogEntries      = []byte("log_entries") // room ‖ index BE → LogEntry.Leaf
-	bucketLogHashes       = []byte("log_hashes")  // room ‖ stored hash index BE → hash
-	bucketLogSizes        = []byte("log_sizes")   // room → leaves, u64 BE
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketRooms, bucketPolicies, bucketActive, bucketRecords,
 		bucketRecordEnds, bucketDecisions, bucketDecisionDigests, bucketContexts,
 		bucketContextIDs, bucketSnapshots, bucketSnapshotBodies,
-		bucketLogEntries, bucketLogHashes, bucketLogSizes,
+		bucketLogTiles, bucketLogSizes,
 	}
 
 	metaFormat = []byte("format")
@@ -66,6 +60,7 @@ type options struct {
 	pruneChunk  int
 	openTimeout time.Duration
 	index       digestIndex // its settings: flush, margin, fanIn, budget
+	logFlush    int
 }
 
 // WithPruneChunk sets how many records, or decisions, Prune removes in each
@@ -128,13 +123,15 @@ type Bolt struct {
 
 	// ix is the index of decisions by digest (index.go).
 	ix digestIndex
+	// lg is the rooms' logs (boltlog.go). Its writers hold ix.mu.
+	lg boltLog
 }
 
 var _ Store = (*Bolt)(nil)
 
 // Open opens, or creates, the store in the bbolt file at path.
 func Open(path string, opts ...Option) (*Bolt, error) {
-	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout}
+	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush}
 	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
 	for _, f := range opts {
 		f(&o)
@@ -151,6 +148,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	}
 	s := &Bolt{db: db, chunk: o.pruneChunk, contexts: map[decisionContext]uint64{}, contextIDs: map[uint64]decisionContext{}}
 	s.ix.flush, s.ix.margin, s.ix.fanIn, s.ix.budget = o.index.flush, o.index.margin, o.index.fanIn, o.index.budget
+	s.lg.flush, s.lg.margin = o.logFlush, o.index.margin
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -169,7 +167,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		if err := openIndex(tx, &s.ix); err != nil {
 			return fmt.Errorf("store: %s: %w", path, err)
 		}
-		return tx.Bucket(bucketContextIDs).ForEach(func(k, v []byte) error {
+		err := tx.Bucket(bucketContextIDs).ForEach(func(k, v []byte) error {
 			c, ok := parseDecisionContext(v)
 			if len(k) != 8 || !ok {
 				return fmt.Errorf("store: %s: a context of %d bytes under a key of %d", path, len(v), len(k))
@@ -179,6 +177,13 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 			s.contextIDs[id] = c
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		if err := s.openLog(tx); err != nil {
+			return fmt.Errorf("store: %s: %w", path, err)
+		}
+		return nil
 	})
 	if err != nil {
 		db.Close()
@@ -187,8 +192,14 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	return s, nil
 }
 
-// Close closes the file.
-func (s *Bolt) Close() error { return s.db.Close() }
+// Close writes the logs' pending leaves (boltlog.go) and closes the file.
+func (s *Bolt) Close() error {
+	err := s.flushLog()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // Check runs bbolt's consistency check over the whole file and returns the
 // first inconsistency found, or nil. It holds the write lock while it runs
@@ -469,10 +480,11 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 	}
 	var fresh map[decisionContext]uint64 // contexts this update added
 	var ch indexChange
+	var lch logChange
 	s.ix.mu.Lock()
 	defer s.ix.mu.Unlock()
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		fresh, ch = nil, indexChange{}
+		fresh, ch, lch = nil, indexChange{}, logChange{}
 		b := decisionBucketsOf(tx)
 		through := indexThrough(tx)
 		// One arena for the rows and keys: bbolt keeps the slices given to
@@ -514,9 +526,6 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 				return err
 			}
 		}
-		if err := appendBoltLogs(tx, ds, keys); err != nil {
-			return err
-		}
 		for i, key := range keys {
 			if key == nil {
 				continue
@@ -531,6 +540,7 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 			arena = appendRow(arena, &row{
 				context: cid, session: d.Session, protocol: d.Protocol, report: d.Report,
 				loads: d.Loads, snapshot: sid, sig: d.Sig,
+				logIndex: s.lg.add(d.Room, LogEntry{Digest: d.Digest, T: d.T}, &lch),
 			})
 			if err := b.decisions.Put(key, arena[start:len(arena):len(arena)]); err != nil {
 				return err
@@ -544,12 +554,16 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 			}
 			ch.added++
 		}
+		if err := s.lg.commit(tx, &lch, false); err != nil {
+			return err
+		}
 		return s.ix.maintain(tx, &ch, max(s.ix.budget, 16*len(ds)))
 	})
 	if err != nil {
 		return err
 	}
 	s.ix.apply(&ch)
+	s.lg.apply(&lch)
 	if len(fresh) > 0 {
 		s.mu.Lock()
 		for c, id := range fresh {
@@ -559,129 +573,6 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 		s.mu.Unlock()
 	}
 	return nil
-}
-
-// appendBoltLogs appends the new decisions (those with a key) to their
-// rooms' logs, in the group's order.
-func appendBoltLogs(tx *bolt.Tx, ds []Decision, keys [][]byte) error {
-	var rooms []sig.Hash
-	leaves := map[sig.Hash][][]byte{}
-	for i, key := range keys {
-		if key == nil {
-			continue
-		}
-		d := &ds[i]
-		if _, ok := leaves[d.Room]; !ok {
-			rooms = append(rooms, d.Room)
-		}
-		leaves[d.Room] = append(leaves[d.Room], LogEntry{Digest: d.Digest, T: d.T}.Leaf())
-	}
-	entries, hashes, sizes := tx.Bucket(bucketLogEntries), tx.Bucket(bucketLogHashes), tx.Bucket(bucketLogSizes)
-	// A room's leaves and hashes are appended in ascending keys.
-	entries.FillPercent, hashes.FillPercent = appendFill, appendFill
-	for _, room := range rooms {
-		var n int64
-		if v := sizes.Get(room[:]); v != nil {
-			if len(v) != 8 {
-				return fmt.Errorf("store: room %s's log size has %d bytes", room, len(v))
-			}
-			n = int64(binary.BigEndian.Uint64(v))
-		}
-		fresh, err := AppendLog(n, leaves[room], func(indexes []int64) ([]tlog.Hash, error) {
-			return boltLogHashes(hashes, room, indexes)
-		})
-		if err != nil {
-			return err
-		}
-		for k, leaf := range leaves[room] {
-			if err := entries.Put(logKey(room, n+int64(k)), leaf); err != nil {
-				return err
-			}
-		}
-		for _, x := range slices.Sorted(maps.Keys(fresh)) {
-			h := fresh[x]
-			if err := hashes.Put(logKey(room, x), h[:]); err != nil {
-				return err
-			}
-		}
-		if err := sizes.Put(clone(room[:]), binary.BigEndian.AppendUint64(nil, uint64(n+int64(len(leaves[room]))))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// logKey is room ‖ i, big-endian.
-func logKey(room sig.Hash, i int64) []byte {
-	return binary.BigEndian.AppendUint64(append(make([]byte, 0, sig.HashSize+8), room[:]...), uint64(i))
-}
-
-func boltLogHashes(b *bolt.Bucket, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(indexes))
-	for i, x := range indexes {
-		v := b.Get(logKey(room, x))
-		if len(v) != tlog.HashSize {
-			return nil, fmt.Errorf("store: room %s's log hash %d is not held", room, x)
-		}
-		copy(out[i][:], v)
-	}
-	return out, nil
-}
-
-// LogSize is the number of leaves in the room's log.
-func (s *Bolt) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
-	v, err := s.get(ctx, bucketLogSizes, room[:])
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return 0, nil
-	case err != nil:
-		return 0, err
-	case len(v) != 8:
-		return 0, fmt.Errorf("store: room %s's log size has %d bytes", room, len(v))
-	}
-	return int64(binary.BigEndian.Uint64(v)), nil
-}
-
-// LogEntries returns the leaves [start, end) of the room's log.
-func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]LogEntry, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if start < 0 || start > end {
-		return nil, fmt.Errorf("store: log entries [%d, %d)", start, end)
-	}
-	es := make([]LogEntry, 0, end-start)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketLogEntries).Cursor()
-		k, v := c.Seek(logKey(room, start))
-		for i := start; i < end; i++ {
-			if !bytes.Equal(k, logKey(room, i)) {
-				return fmt.Errorf("store: room %s's log has no entry %d", room, i)
-			}
-			e, err := ParseLogEntry(v)
-			if err != nil {
-				return err
-			}
-			es = append(es, e)
-			k, v = c.Next()
-		}
-		return nil
-	})
-	return es, err
-}
-
-// LogHashes returns the room's stored log hashes at the indexes.
-func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []tlog.Hash
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		out, err = boltLogHashes(tx.Bucket(bucketLogHashes), room, indexes)
-		return err
-	})
-	return out, err
 }
 
 func firstLoads(ds []Decision) []uint32 {
@@ -943,10 +834,15 @@ func (s *Bolt) pruneDecisions(ctx context.Context, before uint64, st *PruneStats
 		done := false
 		var removed, snapshots int
 		var ch indexChange
+		var lch logChange
 		s.ix.mu.Lock()
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			removed, snapshots, ch = 0, 0, indexChange{}
+			removed, snapshots, ch, lch = 0, 0, indexChange{}, logChange{}
 			if err := s.ix.collect(tx, &ch); err != nil {
+				return err
+			}
+			// A decision's leaf is written before its row can go.
+			if err := s.lg.commit(tx, &lch, true); err != nil {
 				return err
 			}
 			b := decisionBucketsOf(tx)
@@ -996,6 +892,7 @@ func (s *Bolt) pruneDecisions(ctx context.Context, before uint64, st *PruneStats
 		})
 		if err == nil {
 			s.ix.apply(&ch)
+			s.lg.apply(&lch)
 		}
 		s.ix.mu.Unlock()
 		if err != nil {

@@ -109,7 +109,7 @@ func errOf[T any](_ T, err error) error { return err }
 func rowSeeds() [][]byte {
 	var out [][]byte
 	for present := range uint8(8) {
-		r := row{context: uint64(present) << 20, protocol: report.DASH, snapshot: 1<<64 - 1, loads: []uint32{0, 127, 128, 1<<32 - 1}}
+		r := row{context: uint64(present) << 20, protocol: report.DASH, snapshot: 1<<64 - 1, loads: []uint32{0, 127, 128, 1<<32 - 1}, logIndex: -1}
 		r.session[3] = present
 		r.sig[63] = 9
 		r.report.Present = present
@@ -124,7 +124,8 @@ func rowSeeds() [][]byte {
 		}
 		out = append(out, appendRow(nil, &r))
 	}
-	return append(out, appendRow(nil, &row{}))
+	// A row of no log, and rows that name their leaf (boltlog.go).
+	return append(out, appendRow(nil, &row{logIndex: -1}), appendRow(nil, &row{}), appendRow(nil, &row{context: 3, logIndex: 1<<63 - 1}))
 }
 
 // TestRowRoundTrip: a row writes back exactly what it read.
@@ -154,7 +155,7 @@ func TestRowRefuses(t *testing.T) {
 	v[0] = 0
 	wantCode(t, "version 0", errOf(parseRow(v)), reason.UnknownVersion)
 
-	r := row{loads: []uint32{5}}
+	r := row{loads: []uint32{5}, logIndex: -1}
 	canon := appendRow(nil, &r)
 	// version, context 0, session 16, protocol, present, n 1, load 5, ...
 	long := slices.Concat(canon[:1], []byte{0x80, 0x00}, canon[2:])
@@ -166,6 +167,18 @@ func TestRowRefuses(t *testing.T) {
 	bit3 := slices.Clone(canon)
 	bit3[19] = 8
 	wantCode(t, "present bit 3", errOf(parseRow(bit3)), reason.Malformed)
+
+	// A row that names its leaf: version 2, then the index in its
+	// shortest form, at most 2^63 - 1.
+	logged := appendRow(nil, &row{loads: []uint32{5}, logIndex: 5})
+	if logged[0] != 2 || logged[1] != 5 || !bytes.Equal(logged[2:], canon[1:]) {
+		t.Errorf("a row naming leaf 5 is %x, not 02 05 and the row of no leaf", logged)
+	}
+	wantCode(t, "leaf 5 in two bytes", errOf(parseRow(slices.Concat(logged[:1], []byte{0x85, 0x00}, logged[2:]))), reason.Malformed)
+	wantCode(t, "leaf 2^63", errOf(parseRow(slices.Concat(logged[:1], []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, logged[2:]))), reason.Malformed)
+	v = slices.Clone(logged)
+	v[0] = 3
+	wantCode(t, "version 3", errOf(parseRow(v)), reason.UnknownVersion)
 }
 
 // FuzzDecodeEvidence: no input panics, and whatever reads writes back to
@@ -209,7 +222,7 @@ func FuzzParseRow(f *testing.F) {
 		// decision that writes back the same bytes; another is refused.
 		var d Decision
 		err = ParseDecisionRow(b, &d)
-		if (err == nil) != (r.context == 0 && r.snapshot == 0) {
+		if (err == nil) != (r.context == 0 && r.snapshot == 0 && r.logIndex < 0) {
 			t.Fatalf("%x (context %d, snapshot %d): ParseDecisionRow %v", b, r.context, r.snapshot, err)
 		}
 		if err == nil {

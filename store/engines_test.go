@@ -31,6 +31,15 @@ var engines = []storetest.Engine{
 		},
 		Snapshots: store.SnapshotCount,
 	},
+	{
+		// The logs written every 5 leaves, so that the suite reads
+		// written and pending leaves together (boltlog.go).
+		Name: "bolt-log-5",
+		Open: func(t *testing.T, chunk int) store.Store {
+			return store.OpenTestBolt(t, "", store.WithPruneChunk(chunk), store.WithLogFlush(5))
+		},
+		Snapshots: store.SnapshotCount,
+	},
 }
 
 // TestEngines runs the suite of store.Store on each engine.

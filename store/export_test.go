@@ -18,3 +18,7 @@ func NewMemoryPruneChunk(n int) *Memory {
 	}
 	return m
 }
+
+// WithLogFlush sets how many pending leaves make a Bolt write its logs
+// (boltlog.go; 1024 by default).
+func WithLogFlush(n int) Option { return func(o *options) { o.logFlush = n } }

@@ -73,8 +73,16 @@ func boltInvariants(s *Bolt) error {
 			if t, found, err := lookup(tx, sig.Hash(k[8:])); err != nil || !found || t != binary.BigEndian.Uint64(k[:8]) {
 				return fmt.Errorf("decision %x is indexed at %d (found %t, %v)", k[8:], t, found, err)
 			}
-			if _, err := s.decisionContextOf(tx, r.context); err != nil {
+			dc, err := s.decisionContextOf(tx, r.context)
+			if err != nil {
 				return err
+			}
+			if r.logIndex >= 0 {
+				// Its leaf is its log's at the index its row names.
+				es, err := s.LogEntries(bg, dc.room, r.logIndex, r.logIndex+1)
+				if err != nil || es[0] != (LogEntry{Digest: sig.Hash(k[8:]), T: binary.BigEndian.Uint64(k)}) {
+					return fmt.Errorf("decision %x names leaf %d of its log, which holds %v (%v)", k[8:], r.logIndex, es, err)
+				}
 			}
 			refs[r.snapshot]++
 			return nil

@@ -61,17 +61,19 @@ type Log interface {
 }
 
 // AppendLog computes the stored hashes that appending the leaves to a log
-// of n leaves adds, by stored hash index; get reads the log's stored
-// hashes (it is asked only for indexes below tlog.StoredHashCount(n)).
-func AppendLog(n int64, leaves [][]byte, get func(indexes []int64) ([]tlog.Hash, error)) (map[int64]tlog.Hash, error) {
-	fresh := make(map[int64]tlog.Hash, 2*len(leaves))
+// of n leaves adds: those from tlog.StoredHashCount(n) on, in order. get
+// reads the log's stored hashes (it is asked only for indexes below
+// tlog.StoredHashCount(n)).
+func AppendLog(n int64, leaves [][]byte, get func(indexes []int64) ([]tlog.Hash, error)) ([]tlog.Hash, error) {
+	base := tlog.StoredHashCount(n)
+	fresh := make([]tlog.Hash, 0, 2*len(leaves)+1)
 	r := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(indexes))
 		var miss []int64
 		var at []int
 		for i, x := range indexes {
-			if h, ok := fresh[x]; ok {
-				out[i] = h
+			if x >= base && x-base < int64(len(fresh)) {
+				out[i] = fresh[x-base]
 			} else {
 				miss, at = append(miss, x), append(at, i)
 			}
@@ -91,15 +93,11 @@ func AppendLog(n int64, leaves [][]byte, get func(indexes []int64) ([]tlog.Hash,
 		return out, nil
 	})
 	for k, leaf := range leaves {
-		m := n + int64(k)
-		hs, err := tlog.StoredHashes(m, leaf, r)
+		hs, err := tlog.StoredHashes(n+int64(k), leaf, r)
 		if err != nil {
 			return nil, err
 		}
-		base := tlog.StoredHashCount(m)
-		for j, h := range hs {
-			fresh[base+int64(j)] = h
-		}
+		fresh = append(fresh, hs...)
 	}
 	return fresh, nil
 }

@@ -281,14 +281,7 @@ func (m *Memory) appendLog(d Decision) error {
 	if err != nil {
 		return err
 	}
-	for x := int64(len(l.hashes)); x < int64(len(l.hashes)+len(fresh)); x++ {
-		if _, ok := fresh[x]; !ok {
-			return fmt.Errorf("store: the log's stored hash %d was not made", x)
-		}
-	}
-	for range fresh {
-		l.hashes = append(l.hashes, fresh[int64(len(l.hashes))])
-	}
+	l.hashes = append(l.hashes, fresh...)
 	l.entries = append(l.entries, e)
 	return nil
 }

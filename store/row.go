@@ -20,7 +20,15 @@ type row struct {
 	loads    []uint32
 	snapshot uint64
 	sig      sig.Signature
+	// logIndex is the decision's leaf in its room's log (boltlog.go), or
+	// -1 in a row written before the log, or by a shared backend, which
+	// keeps it elsewhere.
+	logIndex int64
 }
+
+// rowLogged is the version byte of a row that names its leaf in the log:
+// formatVersion's layout with the leaf's index, a uvarint, after it.
+const rowLogged = formatVersion + 1
 
 // reportBits are the bits of present that §7.1 defines.
 const reportBits = report.HasPathway | report.HasThroughput | report.HasBuffer
@@ -53,7 +61,12 @@ func rowKey(t uint64, digest sig.Hash) []byte {
 
 // appendRow appends r's row value.
 func appendRow(dst []byte, r *row) []byte {
-	dst = append(dst, formatVersion)
+	if r.logIndex >= 0 {
+		dst = append(dst, rowLogged)
+		dst = binary.AppendUvarint(dst, uint64(r.logIndex))
+	} else {
+		dst = append(dst, formatVersion)
+	}
 	dst = binary.AppendUvarint(dst, r.context)
 	dst = append(dst, r.session[:]...)
 	dst = append(dst, uint8(r.protocol), r.report.Present)
@@ -145,14 +158,17 @@ func uvarintLen(v uint64) int {
 // unknown_version as COMPANION §1 reads a record, for the store's layout.
 // The loads are a new slice; nothing retains b.
 func parseRow(b []byte) (row, error) {
-	var r row
+	r := row{logIndex: -1}
 	if len(b) < 1 {
 		return r, reason.New(reason.Truncated, "a decision row of 0 bytes has no version")
 	}
-	if b[0] != formatVersion {
-		return r, reason.New(reason.UnknownVersion, "decision row version %d, not %d", b[0], formatVersion)
+	if b[0] != formatVersion && b[0] != rowLogged {
+		return r, reason.New(reason.UnknownVersion, "decision row version %d, not %d or %d", b[0], formatVersion, rowLogged)
 	}
 	rd := &rowReader{b: b[1:]}
+	if b[0] == rowLogged {
+		r.logIndex = int64(rd.uvarint(1<<63 - 1))
+	}
 	r.context = rd.uvarint(1<<64 - 1)
 	copy(r.session[:], rd.take(len(r.session)))
 	r.protocol = report.Protocol(rd.u8())
@@ -199,7 +215,7 @@ func AppendDecisionRow(dst []byte, d *Decision) ([]byte, error) {
 	if err := checkRow(d); err != nil {
 		return dst, err
 	}
-	return appendRow(dst, &row{session: d.Session, protocol: d.Protocol, report: d.Report, loads: d.Loads, sig: d.Sig}), nil
+	return appendRow(dst, &row{session: d.Session, protocol: d.Protocol, report: d.Report, loads: d.Loads, sig: d.Sig, logIndex: -1}), nil
 }
 
 // ParseDecisionRow reads a row AppendDecisionRow wrote into d's session,
@@ -210,8 +226,8 @@ func ParseDecisionRow(b []byte, d *Decision) error {
 	if err != nil {
 		return err
 	}
-	if r.context != 0 || r.snapshot != 0 {
-		return reason.New(reason.Malformed, "a shared backend's decision row names context %d and snapshot %d, not 0", r.context, r.snapshot)
+	if r.context != 0 || r.snapshot != 0 || r.logIndex >= 0 {
+		return reason.New(reason.Malformed, "a shared backend's decision row names context %d, snapshot %d or a leaf of the log", r.context, r.snapshot)
 	}
 	d.Session, d.Protocol, d.Report, d.Loads, d.Sig = r.session, r.protocol, r.report, r.loads, r.sig
 	return nil

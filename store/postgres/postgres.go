@@ -427,6 +427,7 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		if err != nil {
 			return err
 		}
+		defer rs.Close()
 		added := map[sig.Hash]bool{}
 		for rs.Next() {
 			var b []byte
@@ -490,6 +491,7 @@ func appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) error {
 			if err != nil {
 				return err
 			}
+			defer rows.Close()
 			for rows.Next() {
 				var x int64
 				var h []byte
@@ -526,8 +528,8 @@ func appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) error {
 			return err
 		}
 		hx, hv := make([]int64, 0, len(fresh)), make([][]byte, 0, len(fresh))
-		for x, h := range fresh {
-			hx, hv = append(hx, x), append(hv, h[:])
+		for k := range fresh {
+			hx, hv = append(hx, tlog.StoredHashCount(n)+int64(k)), append(hv, fresh[k][:])
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.log_entries (room, idx, digest, t) SELECT $1, i, d, t FROM unnest($2::bigint[], $3::bytea[], $4::bigint[]) AS u(i, d, t)`,
 			room[:], idx, digests, ts); err != nil {
