@@ -203,7 +203,7 @@ func BenchmarkPutDecisions(b *testing.B) {
 // each goroutine in a room of its own.
 func BenchmarkSteer(b *testing.B) {
 	const n, sessions = 3, 10_000
-	decideLeast := func(loads []uint32) (int, uint64, error) {
+	decideLeast := func(loads []uint32, _ uint64) (int, uint64, error) {
 		first := 0
 		for i, l := range loads {
 			if l < loads[first] {

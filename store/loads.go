@@ -50,6 +50,8 @@ type roomLoads struct {
 	slots   []liveSession
 	free    []int32
 	heap    []int32 // slots, by expiry
+	last    uint64  // the instant of the latest Steer, if steered
+	steered bool
 }
 
 type liveSession struct {
@@ -80,7 +82,7 @@ func (l *MemLoads) room(id sig.Hash) *roomLoads {
 
 // Steer reads the room's loads at now and records decide's choice (Loads).
 func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
-	decide func(loads []uint32) (first int, expires uint64, err error)) error {
+	decide func(loads []uint32, at uint64) (first int, expires uint64, err error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -91,9 +93,16 @@ func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fit(n)
+	if r.steered && now <= r.last {
+		if r.last == 1<<64-1 {
+			return fmt.Errorf("store: room %s's clock is at its end", room)
+		}
+		now = r.last + 1
+	}
+	r.last, r.steered = now, true
 	r.expire(now)
 	copy(r.scratch, r.counts)
-	first, expires, err := decide(r.scratch)
+	first, expires, err := decide(r.scratch, now)
 	if err != nil {
 		return err
 	}

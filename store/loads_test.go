@@ -21,15 +21,23 @@ func session(i int) report.Session {
 // decide was given.
 func steer(t *testing.T, l *MemLoads, room sig.Hash, n int, s report.Session, now uint64, first int, expires uint64) []uint32 {
 	t.Helper()
+	seen, _ := steerAt(t, l, room, n, s, now, first, expires)
+	return seen
+}
+
+// steerAt is steer, and the instant the loads were read at.
+func steerAt(t *testing.T, l *MemLoads, room sig.Hash, n int, s report.Session, now uint64, first int, expires uint64) ([]uint32, uint64) {
+	t.Helper()
 	var seen []uint32
-	err := l.Steer(bg, room, n, s, now, func(loads []uint32) (int, uint64, error) {
-		seen = slices.Clone(loads)
+	var at uint64
+	err := l.Steer(bg, room, n, s, now, func(loads []uint32, a uint64) (int, uint64, error) {
+		seen, at = slices.Clone(loads), a
 		return first, expires, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seen
+	return seen, at
 }
 
 func snapshot(t *testing.T, l *MemLoads, room sig.Hash, n int, now uint64) []uint32 {
@@ -99,10 +107,10 @@ func TestLoadsExpiry_6(t *testing.T) {
 func TestLoadsSweep(t *testing.T) {
 	l := NewLoads()
 	for i := range 10 {
-		steer(t, l, hash("a"), 1, session(i), 0, 0, uint64(i*10))
-		steer(t, l, hash("b"), 1, session(i), 0, 0, uint64(i*10))
+		steer(t, l, hash("a"), 1, session(i), uint64(i), 0, uint64(100+i*10))
+		steer(t, l, hash("b"), 1, session(i), uint64(i), 0, uint64(100+i*10))
 	}
-	if got := l.Sweep(45); got != 10 {
+	if got := l.Sweep(145); got != 10 {
 		t.Errorf("swept %d, want 10", got)
 	}
 	if l.Sessions(hash("a")) != 5 || l.Sessions(hash("b")) != 5 {
@@ -140,11 +148,11 @@ func TestLoadsDecideRefused(t *testing.T) {
 	room := hash("room")
 	steer(t, l, room, 2, session(1), 0, 1, 100)
 	boom := errors.New("boom")
-	if err := l.Steer(bg, room, 2, session(1), 0, func([]uint32) (int, uint64, error) { return 0, 100, boom }); err != boom {
+	if err := l.Steer(bg, room, 2, session(1), 0, func([]uint32, uint64) (int, uint64, error) { return 0, 100, boom }); err != boom {
 		t.Errorf("decide's error: %v", err)
 	}
 	for _, first := range []int{-1, 2} {
-		if err := l.Steer(bg, room, 2, session(2), 0, func([]uint32) (int, uint64, error) { return first, 100, nil }); err == nil {
+		if err := l.Steer(bg, room, 2, session(2), 0, func([]uint32, uint64) (int, uint64, error) { return first, 100, nil }); err == nil {
 			t.Errorf("first %d accepted", first)
 		}
 	}
@@ -176,7 +184,7 @@ func TestLoadsAgainstModel_6(t *testing.T) {
 	room := hash("room")
 	const n = 5
 	m := model{}
-	now := uint64(0)
+	now, last := uint64(0), uint64(0)
 	for i := range 20_000 {
 		now += uint64(rng.IntN(3))
 		s := session(rng.IntN(300))
@@ -187,12 +195,21 @@ func TestLoadsAgainstModel_6(t *testing.T) {
 			wantLoads(t, "snapshot", snapshot(t, l, room, n, now), m.loads(n, now)...)
 		}
 		first := rng.IntN(n)
-		expires := now + uint64(rng.IntN(200)) - 5
-		want := m.loads(n, now)
-		got := steer(t, l, room, n, s, now, first, expires)
-		if !slices.Equal(got, want) {
-			t.Fatalf("request %d at %d: loads %v, a recount gives %v", i, now, got, want)
+		// The loads are read one µs after the previous Steer when now
+		// is not later (Loads.Steer), so that the room's decisions are
+		// ordered by their instants.
+		at := now
+		if i > 0 && at <= last {
+			at = last + 1
 		}
+		last = at
+		expires := at + uint64(rng.IntN(200)) - 5
+		want := m.loads(n, at)
+		got, gotAt := steerAt(t, l, room, n, s, now, first, expires)
+		if !slices.Equal(got, want) || gotAt != at {
+			t.Fatalf("request %d at %d: loads %v at %d, a recount gives %v at %d", i, now, got, gotAt, want, at)
+		}
+		now = max(now, at)
 		m[s] = struct {
 			pathway int
 			expires uint64
@@ -210,6 +227,7 @@ func TestLoadsConcurrent_6(t *testing.T) {
 	rooms := []sig.Hash{hash("a"), hash("b")}
 	const n = 4
 	models := []model{{}, {}}
+	lasts, steered := make([]uint64, 2), make([]bool, 2)
 	for phase := range 6 {
 		now := uint64(phase) * 100 // every request of a phase is at one instant
 		var wg sync.WaitGroup
@@ -219,11 +237,17 @@ func TestLoadsConcurrent_6(t *testing.T) {
 				for range 500 {
 					k := rng.IntN(2)
 					s := session(rng.IntN(200))
-					err := l.Steer(bg, rooms[k], n, s, now, func(loads []uint32) (int, uint64, error) {
-						if want := models[k].loads(n, now); !slices.Equal(loads, want) {
-							t.Errorf("room %d at %d: loads %v, a recount gives %v", k, now, loads, want)
+					err := l.Steer(bg, rooms[k], n, s, now, func(loads []uint32, at uint64) (int, uint64, error) {
+						// Each request of a room is one µs after the one
+						// before it under the room's lock (Loads.Steer).
+						if at <= lasts[k] && steered[k] {
+							t.Errorf("room %d: loads read at %d, after %d", k, at, lasts[k])
 						}
-						first, expires := rng.IntN(n), now+uint64(rng.IntN(250))
+						lasts[k], steered[k] = at, true
+						if want := models[k].loads(n, at); !slices.Equal(loads, want) {
+							t.Errorf("room %d at %d: loads %v, a recount gives %v", k, at, loads, want)
+						}
+						first, expires := rng.IntN(n), at+uint64(rng.IntN(250))
 						models[k][s] = struct {
 							pathway int
 							expires uint64
@@ -238,7 +262,7 @@ func TestLoadsConcurrent_6(t *testing.T) {
 		}
 		wg.Wait()
 		for k, room := range rooms {
-			wantLoads(t, "after the phase", snapshot(t, l, room, n, now), models[k].loads(n, now)...)
+			wantLoads(t, "after the phase", snapshot(t, l, room, n, lasts[k]), models[k].loads(n, lasts[k])...)
 		}
 	}
 }

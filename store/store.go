@@ -132,7 +132,10 @@ type Loads interface {
 	// Steer reads the room's loads as they stand at now, with this
 	// session counted on the pathway its latest decision put first while
 	// it is still live, and calls decide with them (in the policy's order,
-	// n pathways). decide returns the pathway the new decision puts first
+	// n pathways) and the instant they were read at: now, or one µs after
+	// the room's previous Steer if now is not later, so that one table
+	// orders a room's decisions by their instants (the audit's recount,
+	// issue 16). decide returns the pathway the new decision puts first
 	// and until when (µs on the room clock) the session counts toward it:
 	// it counts while now ≤ expires, and nowhere once expires < now.
 	// Steer records that before it returns. decide runs once, with the
@@ -141,7 +144,7 @@ type Loads interface {
 	// not below n, leaves the table as it was. A room whose table was for
 	// another count of pathways is reset to n first.
 	Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
-		decide func(loads []uint32) (first int, expires uint64, err error)) error
+		decide func(loads []uint32, at uint64) (first int, expires uint64, err error)) error
 	// Snapshot returns the room's loads at now (for status and metrics),
 	// in a new slice.
 	Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error)

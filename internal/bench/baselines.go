@@ -259,7 +259,7 @@ func benchSessionMemory(n, pathways int) benchSessions {
 		var s report.Session
 		binary.LittleEndian.PutUint64(s[:], uint64(i)+1)
 		binary.LittleEndian.PutUint64(s[8:], 0x9e3779b97f4a7c15*uint64(i+1))
-		l.Steer(ctx, room, pathways, s, now, func([]uint32) (int, uint64, error) {
+		l.Steer(ctx, room, pathways, s, now, func([]uint32, uint64) (int, uint64, error) {
 			return i % pathways, now + 320_000_000, nil
 		})
 	}

@@ -196,7 +196,7 @@ type poolSteering struct {
 	req     pool.Request
 	first   int
 	expires uint64
-	rule    func([]uint32) (int, uint64, error) // x.decide, bound once
+	rule    func([]uint32, uint64) (int, uint64, error) // x.decide, bound once
 }
 
 var poolSteerings = sync.Pool{New: func() any {
@@ -207,7 +207,7 @@ var poolSteerings = sync.Pool{New: func() any {
 
 // decide counts the session on the edge its manifest puts first, until
 // its TTL and the grace have passed (the table of loads, as a room's).
-func (x *poolSteering) decide([]uint32) (int, uint64, error) { return x.first, x.expires, nil }
+func (x *poolSteering) decide([]uint32, uint64) (int, uint64, error) { return x.first, x.expires, nil }
 
 // headerJSON is a pool manifest's media type: the station seed's.
 var headerJSON = []string{"application/json"}

@@ -163,7 +163,7 @@ type steering struct {
 	out     decision.Outcome
 	loads   []uint32 // as the rule read them
 	ruleErr error
-	rule    func(loads []uint32) (int, uint64, error) // x.decideLoads, bound once
+	rule    func(loads []uint32, at uint64) (int, uint64, error) // x.decideLoads, bound once
 
 	d      decision.Decision
 	digest sig.Hash
@@ -186,12 +186,16 @@ func (x *steering) release() {
 
 // decideLoads is the part of the rule that reads the loads (§6.1 to §6.5),
 // run by the table of loads with the room's loads held (Loads.Steer): the
-// draw was taken before.
-func (x *steering) decideLoads(loads []uint32) (int, uint64, error) {
-	if x.h.state.Load() != x.st {
+// draw was taken before. The decision's t is the instant the loads were
+// read at, which the table makes later than the room's previous one, so
+// that the room's decisions in t order are those in which the loads were
+// read (the audit's recount, issue 16); the ranking must cover it.
+func (x *steering) decideLoads(loads []uint32, at uint64) (int, uint64, error) {
+	if x.h.state.Load() != x.st || at != x.t && !x.rk.r.Covers(at) {
 		x.ruleErr = errStale
 		return 0, 0, errStale
 	}
+	x.t = at
 	o, err := x.rk.r.DecideDrawn(x.rep, x.draw, loads)
 	if err != nil {
 		x.ruleErr = err
@@ -244,7 +248,7 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 			return api.Errorf(api.StoreUnavailable, "the table of loads: %v", err)
 		}
 		d := &x.d
-		if err := rk.r.Fill(d, &x.out, h.signer, t, protocol, rep, session, x.loads); err != nil {
+		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {
 			return api.Errorf(api.Internal, "deciding: %v", err)
 		}
 

@@ -99,10 +99,11 @@ func (l *Loads) Close() error {
 // Steer decides from the loads of every server and records the decision's
 // session, here at once and for the others at the next flush.
 func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
-	decide func(loads []uint32) (first int, expires uint64, err error)) error {
+	decide func(loads []uint32, at uint64) (first int, expires uint64, err error)) error {
 	var rec steer
-	err := l.local.Steer(ctx, room, n, session, now, func(loads []uint32) (int, uint64, error) {
-		first, expires, err := decide(loads)
+	err := l.local.Steer(ctx, room, n, session, now, func(loads []uint32, at uint64) (int, uint64, error) {
+		first, expires, err := decide(loads, at)
+		now = at
 		rec = steer{room: room, session: session, n: n, first: first, expires: expires}
 		return first, expires, err
 	})

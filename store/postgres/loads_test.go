@@ -23,7 +23,7 @@ func newLoads(t *testing.T, st *Store) *Loads {
 func steerTo(t *testing.T, l store.Loads, room sig.Hash, s report.Session, now uint64, first int, expires uint64) []uint32 {
 	t.Helper()
 	var seen []uint32
-	if err := l.Steer(bg(t), room, 3, s, now, func(loads []uint32) (int, uint64, error) {
+	if err := l.Steer(bg(t), room, 3, s, now, func(loads []uint32, _ uint64) (int, uint64, error) {
 		seen = slices.Clone(loads)
 		return first, expires, nil
 	}); err != nil {
