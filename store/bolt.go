@@ -34,7 +34,7 @@ var (
 		bucketMeta, bucketRooms, bucketPolicies, bucketActive, bucketRecords,
 		bucketRecordEnds, bucketDecisions, bucketDecisionDigests, bucketContexts,
 		bucketContextIDs, bucketSnapshots, bucketSnapshotBodies,
-		bucketLogTiles, bucketLogSizes,
+		bucketLogTiles, bucketLogSizes, bucketKeyEpochs,
 	}
 
 	metaFormat = []byte("format")

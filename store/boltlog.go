@@ -45,8 +45,9 @@ import (
 
 // Buckets and keys of the logs.
 var (
-	bucketLogTiles  = []byte("log_tiles") // tileKey → the tile's hashes, or its leaves' bytes
-	bucketLogSizes  = []byte("log_sizes") // room → leaves written, u64 BE
+	bucketKeyEpochs = []byte("key_epochs") // room ‖ seq BE → appendKeyEpoch
+	bucketLogTiles  = []byte("log_tiles")  // tileKey → the tile's hashes, or its leaves' bytes
+	bucketLogSizes  = []byte("log_sizes")  // room → leaves written, u64 BE
 	metaLogScanFrom = []byte("log_scan_from")
 )
 
@@ -472,4 +473,81 @@ func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([
 		return tileHashes(tx.Bucket(bucketLogTiles), room, indexes, out, disk)
 	})
 	return out, err
+}
+
+// LogIndex is the index the decision's row names: a pruned decision's is
+// not found.
+func (s *Bolt) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	x := int64(-1)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		t, found, err := lookup(tx, digest)
+		if err != nil || !found {
+			return err
+		}
+		v := tx.Bucket(bucketDecisions).Get(rowKey(t, digest))
+		if v == nil {
+			return nil
+		}
+		r, err := parseRow(v)
+		if err != nil {
+			return fmt.Errorf("store: decision %s: %w", digest, err)
+		}
+		dc, err := s.decisionContextOf(tx, r.context)
+		if err != nil || dc.room != room {
+			return err
+		}
+		x = r.logIndex
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if x < 0 {
+		return 0, ErrNotFound
+	}
+	return x, nil
+}
+
+// PutKeyEpoch keeps a head the room has had.
+func (s *Bolt) PutKeyEpoch(ctx context.Context, room sig.Hash, e KeyEpoch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if e.From < 0 {
+		return fmt.Errorf("store: a key epoch from %d", e.From)
+	}
+	key := binary.BigEndian.AppendUint64(append(make([]byte, 0, sig.HashSize+8), room[:]...), e.Seq)
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeyEpochs)
+		if b.Get(key) != nil {
+			return nil
+		}
+		return b.Put(key, appendKeyEpoch(nil, e))
+	})
+}
+
+// KeyEpochs returns the heads the room has had.
+func (s *Bolt) KeyEpochs(ctx context.Context, room sig.Hash) ([]KeyEpoch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var es []KeyEpoch
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketKeyEpochs).Cursor()
+		for k, v := c.Seek(room[:]); k != nil && bytes.HasPrefix(k, room[:]); k, v = c.Next() {
+			if len(k) != sig.HashSize+8 {
+				return fmt.Errorf("store: a key epoch's key of %d bytes", len(k))
+			}
+			e, err := parseKeyEpoch(binary.BigEndian.Uint64(k[sig.HashSize:]), v)
+			if err != nil {
+				return err
+			}
+			es = append(es, e)
+		}
+		return nil
+	})
+	return es, err
 }

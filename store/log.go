@@ -58,6 +58,52 @@ type Log interface {
 	// hash indexes), each of which must be below tlog.StoredHashCount of
 	// the log's size.
 	LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error)
+	// LogIndex is the index of the decision's leaf in the room's log, or
+	// ErrNotFound: for a digest no leaf of it names, and, in a store that
+	// finds it through the decision's row (Bolt), for a pruned decision.
+	LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error)
+
+	// PutKeyEpoch keeps a key log head the room has had (issue 16): one
+	// whose seq is held already is left as it is.
+	PutKeyEpoch(ctx context.Context, room sig.Hash, e KeyEpoch) error
+	// KeyEpochs returns the heads the room has had, by ascending seq.
+	KeyEpochs(ctx context.Context, room sig.Hash) ([]KeyEpoch, error)
+}
+
+// A KeyEpoch is a key log head a room has had, and from where in its log
+// the head was in force: the decisions at or after From, and before the
+// next epoch's From, are checked against it (SPEC-NOTES, "Issue 16").
+type KeyEpoch struct {
+	Seq  uint64
+	From int64  // the log's size when the server installed the head
+	Head []byte // the head's bytes (COMPANION §4)
+	// Handover is the checkpoint the server signed, under the head before,
+	// of the log's first From leaves; nil for a room's first head.
+	Handover []byte
+}
+
+// appendKeyEpoch is the value a store keeps of an epoch: From (u64 BE),
+// the head's length (u32 BE), the head and the handover.
+func appendKeyEpoch(dst []byte, e KeyEpoch) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.From))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(e.Head)))
+	dst = append(dst, e.Head...)
+	return append(dst, e.Handover...)
+}
+
+func parseKeyEpoch(seq uint64, b []byte) (KeyEpoch, error) {
+	if len(b) < 12 {
+		return KeyEpoch{}, fmt.Errorf("store: key epoch %d of %d bytes", seq, len(b))
+	}
+	n := binary.BigEndian.Uint32(b[8:])
+	if uint64(len(b)-12) < uint64(n) || int64(binary.BigEndian.Uint64(b)) < 0 {
+		return KeyEpoch{}, fmt.Errorf("store: key epoch %d is cut short", seq)
+	}
+	e := KeyEpoch{Seq: seq, From: int64(binary.BigEndian.Uint64(b)), Head: clone(b[12 : 12+n])}
+	if rest := b[12+n:]; len(rest) > 0 {
+		e.Handover = clone(rest)
+	}
+	return e, nil
 }
 
 // AppendLog computes the stored hashes that appending the leaves to a log

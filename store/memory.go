@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -34,6 +35,8 @@ type Memory struct {
 type memLog struct {
 	entries []LogEntry
 	hashes  []tlog.Hash
+	index   map[sig.Hash]int64 // by digest
+	epochs  []KeyEpoch         // by seq
 }
 
 // memSnapshot is a snapshot and how many decisions reference it.
@@ -282,6 +285,10 @@ func (m *Memory) appendLog(d Decision) error {
 		return err
 	}
 	l.hashes = append(l.hashes, fresh...)
+	if l.index == nil {
+		l.index = map[sig.Hash]int64{}
+	}
+	l.index[e.Digest] = int64(len(l.entries))
 	l.entries = append(l.entries, e)
 	return nil
 }
@@ -335,6 +342,54 @@ func (m *Memory) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) 
 		out[i] = hs[x]
 	}
 	return out, nil
+}
+
+// LogIndex is the index of the decision's leaf in the room's log.
+func (m *Memory) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if l := m.logs[room]; l != nil {
+		if x, ok := l.index[digest]; ok {
+			return x, nil
+		}
+	}
+	return 0, ErrNotFound
+}
+
+// PutKeyEpoch keeps a head the room has had.
+func (m *Memory) PutKeyEpoch(ctx context.Context, room sig.Hash, e KeyEpoch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.logs[room]
+	if l == nil {
+		l = &memLog{}
+		m.logs[room] = l
+	}
+	i, held := slices.BinarySearchFunc(l.epochs, e.Seq, func(x KeyEpoch, seq uint64) int { return cmp.Compare(x.Seq, seq) })
+	if !held {
+		e.Head, e.Handover = slices.Clone(e.Head), slices.Clone(e.Handover)
+		l.epochs = slices.Insert(l.epochs, i, e)
+	}
+	return nil
+}
+
+// KeyEpochs returns the heads the room has had.
+func (m *Memory) KeyEpochs(ctx context.Context, room sig.Hash) ([]KeyEpoch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if l := m.logs[room]; l != nil {
+		return slices.Clone(l.epochs), nil
+	}
+	return nil, nil
 }
 
 // Decision returns the stored decision with the digest.

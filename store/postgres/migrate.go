@@ -109,7 +109,8 @@ var migrations = []string{
 	);
 	CREATE INDEX steers_by_expires ON waisteer.steers (expires);`,
 	// 3: each room's log of decisions (issue 16, store's log.go): its
-	// leaves, its stored hashes (tlog's) and its size.
+	// leaves, found also by digest, its stored hashes (tlog's) and its
+	// size; and the key log heads each room has had.
 	`CREATE TABLE waisteer.log_entries (
 		room   bytea NOT NULL,
 		idx    bigint NOT NULL,
@@ -123,9 +124,18 @@ var migrations = []string{
 		hash bytea NOT NULL,
 		PRIMARY KEY (room, idx)
 	);
+	CREATE INDEX log_entries_by_digest ON waisteer.log_entries (digest);
 	CREATE TABLE waisteer.log_sizes (
 		room bytea PRIMARY KEY,
 		size bigint NOT NULL
+	);
+	CREATE TABLE waisteer.key_epochs (
+		room      bytea NOT NULL,
+		seq       bigint NOT NULL, -- u64 as i64 (i64)
+		from_size bigint NOT NULL,
+		head      bytea NOT NULL,
+		handover  bytea, -- NULL for a room's first head
+		PRIMARY KEY (room, seq)
 	);`,
 }
 

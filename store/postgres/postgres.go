@@ -565,6 +565,7 @@ func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64)
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	es := make([]store.LogEntry, 0, end-start)
 	for rows.Next() {
 		var x, t int64
@@ -596,6 +597,7 @@ func (s *Store) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) (
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	got := map[int64]tlog.Hash{}
 	for rows.Next() {
 		var x int64
@@ -856,4 +858,44 @@ func (s *Store) Secret(ctx context.Context, name string, n int) ([]byte, error) 
 		return nil, fmt.Errorf("store: the secret %q is %d bytes, not %d", name, len(held), n)
 	}
 	return held, nil
+}
+
+// LogIndex is the index of the decision's leaf in the room's log.
+func (s *Store) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
+	var x int64
+	err := s.pool.QueryRow(ctx, "SELECT idx FROM waisteer.log_entries WHERE digest = $1 AND room = $2", digest[:], room[:]).Scan(&x)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	return x, err
+}
+
+// PutKeyEpoch keeps a head the room has had.
+func (s *Store) PutKeyEpoch(ctx context.Context, room sig.Hash, e store.KeyEpoch) error {
+	if e.From < 0 {
+		return fmt.Errorf("postgres: a key epoch from %d", e.From)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO waisteer.key_epochs (room, seq, from_size, head, handover) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (room, seq) DO NOTHING`, room[:], i64(e.Seq), e.From, e.Head, e.Handover)
+	return err
+}
+
+// KeyEpochs returns the heads the room has had.
+func (s *Store) KeyEpochs(ctx context.Context, room sig.Hash) ([]store.KeyEpoch, error) {
+	rows, err := s.pool.Query(ctx, "SELECT seq, from_size, head, handover FROM waisteer.key_epochs WHERE room = $1 ORDER BY seq", room[:])
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var es []store.KeyEpoch
+	for rows.Next() {
+		var seq, from int64
+		var e store.KeyEpoch
+		if err := rows.Scan(&seq, &from, &e.Head, &e.Handover); err != nil {
+			return nil, err
+		}
+		e.Seq, e.From = u64(seq), from
+		es = append(es, e)
+	}
+	return es, rows.Err()
 }

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"errors"
 	"slices"
 	"testing"
 
@@ -114,6 +116,22 @@ func testLog(t *testing.T, e Engine) {
 		if n, err := s.LogSize(bg, hash("no such room")); err != nil || n != 0 {
 			t.Errorf("a room with no decisions: log size %d, %v", n, err)
 		}
+		// A decision's index, by its digest: in its own room's log only.
+		for _, room := range []sig.Hash{sc.Room.ID(), other} {
+			for i, e := range want[room] {
+				x, err := s.LogIndex(bg, room, e.Digest)
+				pruned := when == "pruned" && errors.Is(err, store.ErrNotFound)
+				if !pruned && (err != nil || x != int64(i)) {
+					t.Fatalf("%s: decision %s's index %d, %v, want %d", when, e.Digest, x, err, i)
+				}
+			}
+		}
+		if _, err := s.LogIndex(bg, other, want[sc.Room.ID()][0].Digest); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: a decision found in another room's log: %v", when, err)
+		}
+		if _, err := s.LogIndex(bg, other, hash("no such decision")); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: an unknown digest: %v", when, err)
+		}
 	}
 	check("stored")
 	if _, err := s.Prune(bg, 0, 1<<63); err != nil {
@@ -123,4 +141,44 @@ func testLog(t *testing.T, e Engine) {
 		t.Fatal("the decisions were not pruned")
 	}
 	check("pruned")
+}
+
+// testKeyEpochs (issue 16): the heads a room has had are kept by seq, each
+// once (the first put of a seq stays), and given back in ascending seq,
+// seqs of 2^63 and above included.
+func testKeyEpochs(t *testing.T, e Engine) {
+	s := e.Open(t, 0)
+	room, other := hash("room"), hash("another room")
+	put := func(r sig.Hash, ep store.KeyEpoch) {
+		t.Helper()
+		if err := s.PutKeyEpoch(bg, r, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(room, store.KeyEpoch{Seq: 5, From: 10, Head: []byte("head 5"), Handover: []byte("checkpoint at 10")})
+	put(room, store.KeyEpoch{Seq: 2, From: 0, Head: []byte("head 2")})
+	put(room, store.KeyEpoch{Seq: 1<<63 + 1, From: 99, Head: []byte("head 2^63+1"), Handover: []byte("checkpoint at 99")})
+	put(room, store.KeyEpoch{Seq: 5, From: 11, Head: []byte("another head 5")})
+	put(other, store.KeyEpoch{Seq: 7, From: 3, Head: []byte("other head")})
+	got, err := s.KeyEpochs(bg, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.KeyEpoch{
+		{Seq: 2, From: 0, Head: []byte("head 2")},
+		{Seq: 5, From: 10, Head: []byte("head 5"), Handover: []byte("checkpoint at 10")},
+		{Seq: 1<<63 + 1, From: 99, Head: []byte("head 2^63+1"), Handover: []byte("checkpoint at 99")},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d epochs, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Seq != w.Seq || g.From != w.From || !bytes.Equal(g.Head, w.Head) || !bytes.Equal(g.Handover, w.Handover) || (g.Handover == nil) != (w.Handover == nil) {
+			t.Errorf("epoch %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if got, err := s.KeyEpochs(bg, hash("no such room")); err != nil || len(got) != 0 {
+		t.Errorf("a room with no heads: %v, %v", got, err)
+	}
 }

@@ -44,6 +44,7 @@ var tests = []struct {
 	{"ContextCancelled", testContextCancelled},
 	{"Secret", testSecret},
 	{"Log", testLog},
+	{"KeyEpochs", testKeyEpochs},
 }
 
 // Run runs every engine-agnostic test of store.Store on e, each as a subtest
