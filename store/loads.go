@@ -50,8 +50,11 @@ type roomLoads struct {
 	slots   []liveSession
 	free    []int32
 	heap    []int32 // slots, by expiry
-	last    uint64  // the instant of the latest Steer, if steered
-	steered bool
+	// last is the latest instant the table was read at, when seen: a
+	// Steer reads it later still, so that a session Snapshot or Sweep
+	// dropped at a fresh clock is dropped for every later decision.
+	last uint64
+	seen bool
 }
 
 type liveSession struct {
@@ -93,13 +96,12 @@ func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fit(n)
-	if r.steered && now <= r.last {
+	if r.seen && now <= r.last {
 		if r.last == 1<<64-1 {
 			return fmt.Errorf("store: room %s's clock is at its end", room)
 		}
 		now = r.last + 1
 	}
-	r.last, r.steered = now, true
 	r.expire(now)
 	copy(r.scratch, r.counts)
 	first, expires, err := decide(r.scratch, now)
@@ -211,6 +213,9 @@ func (r *roomLoads) reset(n int) {
 // expire drops the sessions whose expiry is before now, and returns how
 // many.
 func (r *roomLoads) expire(now uint64) int {
+	if !r.seen || now > r.last {
+		r.last, r.seen = now, true
+	}
 	k := 0
 	for len(r.heap) > 0 && r.slots[r.heap[0]].expires < now {
 		r.drop(r.heap[0])

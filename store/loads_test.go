@@ -184,25 +184,29 @@ func TestLoadsAgainstModel_6(t *testing.T) {
 	room := hash("room")
 	const n = 5
 	m := model{}
-	now, last := uint64(0), uint64(0)
+	now, last, seen := uint64(0), uint64(0), false
 	for i := range 20_000 {
 		now += uint64(rng.IntN(3))
 		s := session(rng.IntN(300))
 		switch rng.IntN(20) {
 		case 0:
 			l.Sweep(now)
+			if i > 0 { // the room's table exists: a Steer after it reads later still
+				last, seen = max(last, now), true
+			}
 		case 1:
 			wantLoads(t, "snapshot", snapshot(t, l, room, n, now), m.loads(n, now)...)
+			last, seen = max(last, now), true // Snapshot makes the table
 		}
 		first := rng.IntN(n)
 		// The loads are read one µs after the previous Steer when now
 		// is not later (Loads.Steer), so that the room's decisions are
 		// ordered by their instants.
 		at := now
-		if i > 0 && at <= last {
+		if seen && at <= last {
 			at = last + 1
 		}
-		last = at
+		last, seen = at, true
 		expires := at + uint64(rng.IntN(200)) - 5
 		want := m.loads(n, at)
 		got, gotAt := steerAt(t, l, room, n, s, now, first, expires)

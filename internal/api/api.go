@@ -57,8 +57,9 @@ const (
 	StoreUnavailable Code = "store_unavailable"
 	Closing          Code = "closing"
 	Internal         Code = "internal"
-	BadQuery         Code = "bad_query" // a query byte no request target may hold
-	Canceled         Code = "canceled"  // the front's fetch ended with its player's request
+	BadQuery         Code = "bad_query"       // a query byte no request target may hold
+	Canceled         Code = "canceled"        // the front's fetch ended with its player's request
+	BadLogRequest    Code = "bad_log_request" // a tile path or proof query of the log (issue 16) that does not read
 )
 
 // StatusOf is the HTTP status of a refusal with code c: the one mapping from
@@ -95,7 +96,7 @@ func StatusOf(c Code) int {
 		return http.StatusServiceUnavailable
 	case Internal:
 		return http.StatusInternalServerError
-	case BadQuery:
+	case BadQuery, BadLogRequest:
 		return http.StatusBadRequest
 	case Canceled:
 		return http.StatusBadGateway

@@ -85,6 +85,27 @@ func (c *Client) Get(ctx context.Context, target string, limit int64) ([]byte, e
 	return c.Do(ctx, http.MethodGet, target, nil, limit, http.StatusOK)
 }
 
+// MaxJSONBytes bounds a JSON answer GetJSON reads.
+const MaxJSONBytes = 1 << 20
+
+// GetJSON fetches target, which must answer 200 with one JSON value that
+// decodes into v with no field v does not name.
+func (c *Client) GetJSON(ctx context.Context, target string, v any) error {
+	b, err := c.Get(ctx, target, MaxJSONBytes)
+	if err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("GET %s: the answer is not the JSON expected: %v", target, err)
+	}
+	if d.More() {
+		return fmt.Errorf("GET %s: the answer has more after its JSON value", target)
+	}
+	return nil
+}
+
 // A Failure is a request the server refused: its *api.Error, and the
 // request it answered.
 type Failure struct {

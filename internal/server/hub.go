@@ -55,6 +55,9 @@ type hub struct {
 	// store's active one superseded it, which New keeps routed.
 	decisions string
 
+	// checkpoint is the latest checkpoint of the room's log signed (log.go).
+	checkpoint atomic.Pointer[signedCheckpoint]
+
 	accepted, duplicates atomic.Uint64
 	fromPeers            atomic.Uint64 // records other servers of a shared store accepted, joined to this one's evidence
 	offPolicy            atomic.Uint64 // records accepted whose hop is in no pathway of the policy

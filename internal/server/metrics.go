@@ -44,6 +44,7 @@ const (
 	routePoolChange
 	routeFront
 	routeFrontStatus
+	routeLog
 	routeOther
 	routeCount
 )
@@ -51,7 +52,7 @@ const (
 var routeNames = [routeCount]string{
 	"steer", "preflight", "decision", "policy", "record", "descriptor", "keylog",
 	"records_post", "policy_put", "keylog_put", "status", "healthz", "readyz", "metrics",
-	"pool_edges", "pool_change", "front", "front_status", "other",
+	"pool_edges", "pool_change", "front", "front_status", "log", "other",
 }
 
 // latencyBounds are the upper bounds of the latency histograms' buckets: a

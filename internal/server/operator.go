@@ -185,7 +185,12 @@ func (s *Server) installHead(ctx context.Context, h *hub, body []byte, persist b
 	var put func() error
 	if persist {
 		put = func() error {
-			return s.st.PutRoom(ctx, store.Room{ID: h.id, Descriptor: cur.descriptor, KeyLogHead: body})
+			if err := s.st.PutRoom(ctx, store.Room{ID: h.id, Descriptor: cur.descriptor, KeyLogHead: body}); err != nil {
+				return err
+			}
+			// The head is in force for the decisions the log takes from
+			// now (issue 16).
+			return s.keepEpoch(ctx, h, st)
 		}
 	}
 	if err := h.replace(ctx, st, put); err != nil {

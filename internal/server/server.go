@@ -215,6 +215,9 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		if err := s.st.PutRoom(ctx, store.Room{ID: h.id, Descriptor: st.descriptor, KeyLogHead: st.head}); err != nil {
 			return nil, fmt.Errorf("server: storing room %s: %w", h.id, err)
 		}
+		if err := s.keepEpoch(ctx, h, st); err != nil {
+			return nil, fmt.Errorf("server: storing room %s's key log head as an epoch of its log: %w", h.id, err)
+		}
 		if err := s.st.PutPolicy(ctx, h.id, st.digest, st.policy.Bytes(), true); err != nil {
 			return nil, fmt.Errorf("server: storing room %s's policy: %w", h.id, err)
 		}
@@ -430,6 +433,12 @@ func (s *Server) newMux() http.Handler {
 	route("/v1/rooms/{room}/records", handler{http.MethodPost, routeRecordsPost, s.serveRecords})
 	route("/v1/rooms/{room}/policy", handler{put, routePolicyPut, s.servePolicyPut})
 	route("/v1/rooms/{room}/status", handler{get, routeStatus, s.serveStatus})
+	route("/v1/rooms/{room}/keylog/{seq}", handler{get, routeLog, s.serveKeyLogAt})
+	route("/v1/rooms/{room}/log/checkpoint", handler{get, routeLog, s.serveCheckpoint})
+	route("/v1/rooms/{room}/log/epochs", handler{get, routeLog, s.serveEpochs})
+	route("/v1/rooms/{room}/log/tile/{path...}", handler{get, routeLog, s.serveTile})
+	route("/v1/rooms/{room}/log/inclusion/{digest}", handler{get, routeLog, s.serveInclusion})
+	route("/v1/rooms/{room}/log/consistency", handler{get, routeLog, s.serveConsistency})
 	route("/v1/front/status", handler{get, routeFrontStatus, s.serveFrontStatus})
 	route("/healthz", handler{get, routeHealth, s.serveHealth})
 	route("/readyz", handler{get, routeReady, s.serveReady})

@@ -1,0 +1,398 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/declog"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/store"
+)
+
+// A room's log of decisions as an auditor reads it (issue 16, internal/
+// declog): a checkpoint the room's steering key signs, the tiles of C2SP
+// tlog-tiles (immutable, so that a CDN may keep them), proofs, and the key
+// log heads the room has had with the log's size at each (epochs), so that
+// each decision is checked against the head in force when the log took it.
+
+// checkpointEvery is how often a growing log's checkpoint is signed again:
+// an auditor asking more often gets the last one, a prefix of the log.
+const checkpointEvery = time.Second
+
+type signedCheckpoint struct {
+	size int64
+	b    []byte
+	at   time.Time
+}
+
+// logRoom finds the room of a log route: a steered room, or one the store
+// holds of a room no longer configured (whose tiles and proofs are still
+// served, but whose checkpoint no key of this server signs).
+func (s *Server) logRoom(r *http.Request) (sig.Hash, *hub, *api.Error) {
+	id, aerr := digestOf(r.PathValue("room"))
+	if aerr != nil {
+		return id, nil, aerr
+	}
+	if h, ok := s.hubs[id]; ok {
+		return id, h, nil
+	}
+	if _, ok := s.archived[id]; ok {
+		return id, nil, nil
+	}
+	return id, nil, api.Errorf(api.UnknownRoom, "the server holds no room %s", id)
+}
+
+// epochOf is the epoch a checkpoint of the room names: the latest head the
+// room has had (nil for a room with no origin).
+func (s *Server) epochOf(ctx context.Context, h *hub) (*declog.Epoch, error) {
+	if _, has := h.state.Load().keyLogSeq(); !has {
+		return nil, nil
+	}
+	es, err := s.st.KeyEpochs(ctx, h.id)
+	if err != nil {
+		return nil, err
+	}
+	if len(es) == 0 {
+		return nil, errors.New("the room has a key log and no epoch of it is stored")
+	}
+	last := es[len(es)-1]
+	return &declog.Epoch{Seq: last.Seq, From: last.From}, nil
+}
+
+// signCheckpoint signs the checkpoint of the room's log of size leaves,
+// naming epoch.
+func (s *Server) signCheckpoint(ctx context.Context, h *hub, size int64, epoch *declog.Epoch) ([]byte, error) {
+	root, err := tlog.TreeHash(size, declog.HashReader(ctx, s.st, h.id))
+	if err != nil {
+		return nil, err
+	}
+	return declog.Sign(declog.Checkpoint{Room: h.id, Size: size, Root: root, Keys: epoch}, h.key)
+}
+
+// checkpoint is the room's latest checkpoint: signed again when the log
+// has grown and the last is checkpointEvery old.
+func (s *Server) checkpoint(ctx context.Context, h *hub) ([]byte, error) {
+	size, err := s.st.LogSize(ctx, h.id)
+	if err != nil {
+		return nil, err
+	}
+	if c := h.checkpoint.Load(); c != nil && (c.size == size || c.size < size && time.Since(c.at) < checkpointEvery) {
+		return c.b, nil
+	}
+	epoch, err := s.epochOf(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.signCheckpoint(ctx, h, size, epoch)
+	if err != nil {
+		return nil, err
+	}
+	c := &signedCheckpoint{size: size, b: b, at: time.Now()}
+	for {
+		old := h.checkpoint.Load()
+		if old != nil && old.size > size || h.checkpoint.CompareAndSwap(old, c) {
+			break
+		}
+	}
+	return b, nil
+}
+
+// keepEpoch stores the room's current key log head as an epoch when the
+// store has it not: from the log's size now, with the handover checkpoint
+// of the log so far signed under the head before it. New calls it for the
+// configured head and installHead for the operator's.
+func (s *Server) keepEpoch(ctx context.Context, h *hub, st *roomState) error {
+	seq, has := st.keyLogSeq()
+	if !has {
+		return nil
+	}
+	es, err := s.st.KeyEpochs(ctx, h.id)
+	if err != nil {
+		return err
+	}
+	if len(es) > 0 && es[len(es)-1].Seq >= seq {
+		return nil
+	}
+	size, err := s.st.LogSize(ctx, h.id)
+	if err != nil {
+		return err
+	}
+	e := store.KeyEpoch{Seq: seq, From: size, Head: st.head}
+	if len(es) > 0 {
+		last := es[len(es)-1]
+		if e.Handover, err = s.signCheckpoint(ctx, h, size, &declog.Epoch{Seq: last.Seq, From: last.From}); err != nil {
+			return err
+		}
+	}
+	return s.st.PutKeyEpoch(ctx, h.id, e)
+}
+
+// writeLog answers with a log route's bytes.
+func writeLog(w http.ResponseWriter, contentType string, b []byte, cache string) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", cache)
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// serveCheckpoint answers GET /v1/rooms/{room}/log/checkpoint: the signed
+// note (declog.Checkpoint), at most checkpointEvery old.
+func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !noQuery(w, r) {
+		return
+	}
+	id, h, aerr := s.logRoom(r)
+	if aerr == nil && h == nil {
+		aerr = api.Errorf(api.UnknownRoom, "room %s is no longer steered here: no key of this server signs its checkpoint", id)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	b, err := s.checkpoint(r.Context(), h)
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's checkpoint: %v", err))
+		return
+	}
+	writeLog(w, "text/plain; charset=utf-8", b, "no-cache")
+}
+
+// Epoch is one key log head a room has had, as /log/epochs lists it.
+type Epoch struct {
+	Seq  uint64 `json:"seq"`
+	From int64  `json:"from"` // the log's size when the head was installed
+	// Handover is the checkpoint of the log's first From leaves, signed
+	// under the head before; "" for the room's first head.
+	Handover string `json:"handover"`
+}
+
+// serveEpochs answers GET /v1/rooms/{room}/log/epochs: the heads the room
+// has had, by seq, each fetched at /v1/rooms/{room}/keylog/{seq}.
+func (s *Server) serveEpochs(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !noQuery(w, r) {
+		return
+	}
+	id, _, aerr := s.logRoom(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	es, err := s.st.KeyEpochs(r.Context(), id)
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's epochs: %v", err))
+		return
+	}
+	out := make([]Epoch, 0, len(es))
+	for _, e := range es {
+		out = append(out, Epoch{Seq: e.Seq, From: e.From, Handover: string(e.Handover)})
+	}
+	b, _ := json.Marshal(out)
+	writeLog(w, "application/json", append(b, '\n'), "no-cache")
+}
+
+// serveKeyLogAt answers GET /v1/rooms/{room}/keylog/{seq}: a head the
+// room has had, which never changes.
+func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !noQuery(w, r) {
+		return
+	}
+	id, _, aerr := s.logRoom(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil || strconv.FormatUint(seq, 10) != r.PathValue("seq") {
+		writeError(w, api.Errorf(api.BadLogRequest, "%q is not a key log head's seq in decimal", r.PathValue("seq")))
+		return
+	}
+	es, err := s.st.KeyEpochs(r.Context(), id)
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's epochs: %v", err))
+		return
+	}
+	for _, e := range es {
+		if e.Seq == seq {
+			writeSigned(w, e.Head, immutable)
+			return
+		}
+	}
+	writeError(w, api.Errorf(api.NotFound, "room %s has had no key log head of seq %d here", id, seq))
+}
+
+// serveTile answers GET /v1/rooms/{room}/log/tile/...: a tile within the
+// log's size, full or partial, which never changes.
+func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !noQuery(w, r) {
+		return
+	}
+	id, _, aerr := s.logRoom(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	t, err := declog.ParseTilePath("tile/" + r.PathValue("path"))
+	if err != nil {
+		writeError(w, api.Errorf(api.BadLogRequest, "%v", err))
+		return
+	}
+	size, err := s.st.LogSize(r.Context(), id)
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		return
+	}
+	b, err := declog.ReadTile(r.Context(), s.st, id, t, size)
+	switch {
+	case errors.Is(err, declog.ErrBeyond):
+		writeError(w, api.Errorf(api.NotFound, "tile %s is past the log's %d leaves", declog.TilePath(t), size))
+	case err != nil:
+		writeError(w, api.Errorf(api.StoreUnavailable, "tile %s: %v", declog.TilePath(t), err))
+	default:
+		writeLog(w, "application/octet-stream", b, immutable)
+	}
+}
+
+// sizeParam reads a tree size from the query: def when absent; at most
+// max (the log's size).
+func sizeParam(r *http.Request, name string, def, max int64) (int64, *api.Error) {
+	v, ok := r.URL.Query()[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	switch {
+	case len(v) != 1 || err != nil || n < 0 || strconv.FormatInt(n, 10) != v[0]:
+		return 0, api.Errorf(api.BadLogRequest, "%s=%q is not a tree size in decimal", name, v[0])
+	case n > max:
+		return 0, api.Errorf(api.NotFound, "%s=%d is past the log's %d leaves", name, n, max)
+	}
+	return n, nil
+}
+
+// onlyParams refuses a query with parameters other than names.
+func onlyParams(r *http.Request, names ...string) *api.Error {
+	for k := range r.URL.Query() {
+		known := false
+		for _, n := range names {
+			known = known || k == n
+		}
+		if !known {
+			return api.Errorf(api.BadLogRequest, "the query parameter %q is not one of %v", k, names)
+		}
+	}
+	return nil
+}
+
+// serveInclusion answers GET /v1/rooms/{room}/log/inclusion/{digest}
+// [?size=N]: the decision's index and its inclusion proof in the tree of
+// N leaves (the log's size when N is not given).
+func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	id, _, aerr := s.logRoom(r)
+	if aerr == nil {
+		aerr = onlyParams(r, "size")
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	digest, aerr := digestOf(r.PathValue("digest"))
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ctx := r.Context()
+	size, err := s.st.LogSize(ctx, id)
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		return
+	}
+	at, err := s.st.LogIndex(ctx, id, digest)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, api.Errorf(api.NotFound, "the log of room %s holds no decision %s, or its decision is pruned", id, digest))
+		return
+	}
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		return
+	}
+	n, aerr := sizeParam(r, "size", size, size)
+	if aerr == nil && n <= at {
+		aerr = api.Errorf(api.NotFound, "decision %s is leaf %d, not in the tree of %d", digest, at, n)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, s.st, id))
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "proving leaf %d: %v", at, err))
+		return
+	}
+	b, _ := json.Marshal(declog.Inclusion{Index: at, Size: n, Proof: p})
+	writeLog(w, "application/json", append(b, '\n'), proofCache(r, "size"))
+}
+
+// serveConsistency answers GET /v1/rooms/{room}/log/consistency?from=M
+// [&size=N]: the proof that the tree of N leaves extends that of M.
+func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	id, _, aerr := s.logRoom(r)
+	if aerr == nil {
+		aerr = onlyParams(r, "from", "size")
+	}
+	if aerr == nil && !r.URL.Query().Has("from") {
+		aerr = api.Errorf(api.BadLogRequest, "from= is required: the size of the tree to prove from")
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ctx := r.Context()
+	size, err := s.st.LogSize(ctx, id)
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		return
+	}
+	n, aerr := sizeParam(r, "size", size, size)
+	var m int64
+	if aerr == nil {
+		m, aerr = sizeParam(r, "from", 0, n)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	p := tlog.TreeProof{} // from no leaves, nothing to prove
+	if m > 0 {
+		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, s.st, id)); err != nil {
+			writeError(w, api.Errorf(api.StoreUnavailable, "proving %d from %d: %v", n, m, err))
+			return
+		}
+	}
+	b, _ := json.Marshal(declog.Consistency{From: m, Size: n, Proof: p})
+	writeLog(w, "application/json", append(b, '\n'), proofCache(r, "size"))
+}
+
+// proofCache is a proof's Cache-Control: immutable when the query names
+// the tree's size, and otherwise of the log as it stands.
+func proofCache(r *http.Request, name string) string {
+	if r.URL.Query().Has(name) {
+		return immutable
+	}
+	return "no-cache"
+}

@@ -1,0 +1,273 @@
+// Package audit is an auditor's view of a room's log of decisions (issue
+// 16): it fetches a server's checkpoint, the key log heads the room has
+// had and the tiles, checks that they are one append-only tree that the
+// room's keys signed, and gives each decision's place and the head it is
+// checked against. Loads and shares are recounted by verify/recount.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/client"
+	"github.com/waisteer/waisteer/internal/declog"
+	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/store"
+)
+
+// Epoch is a key log head the room has had, read and verified.
+type Epoch struct {
+	Seq      uint64
+	From     int64
+	Head     []byte
+	Room     *room.Room // the room under this head
+	Handover []byte
+}
+
+// Log is what an auditor holds of a room's log: a checkpoint that verifies
+// and the epochs it rests on.
+type Log struct {
+	Base       string // the server's scheme and host
+	RoomID     sig.Hash
+	Descriptor []byte
+	Checkpoint declog.Checkpoint
+	Raw        []byte        // the signed checkpoint
+	Signer     sig.PublicKey // who signed it
+	Epochs     []Epoch       // by seq; none for a room with no origin
+	room       *room.Room    // with no head, for a room with no origin
+}
+
+// Failure is a check the log fails: what and why. Its Where names the
+// place (a route, a leaf's index).
+type Failure struct {
+	Where string
+	Err   error
+}
+
+func (f *Failure) Error() string { return f.Where + ": " + f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+func fail(where, format string, args ...any) *Failure {
+	return &Failure{Where: where, Err: fmt.Errorf(format, args...)}
+}
+
+// FetchLog fetches and checks room's log at base: the checkpoint, which
+// the room's authority or a steering key of the head it names must sign;
+// the epochs, each head the room's origin's and each handover signed under
+// the head before it and consistent with the checkpoint. descriptor is the
+// room's, fetched by the caller (and pinned by it, if it pins one).
+func FetchLog(ctx context.Context, c *client.Client, base string, roomID sig.Hash, descriptor []byte) (*Log, error) {
+	l := &Log{Base: base, RoomID: roomID, Descriptor: descriptor}
+	var err error
+	if l.hasOrigin() != nil {
+		// No origin: no key log, and the room reads on its own.
+		if l.room, err = room.Open(descriptor, nil); err != nil {
+			return nil, fail("room", "the room does not read: %v", err)
+		}
+	}
+	at := l.url("/log/checkpoint")
+	if l.Raw, err = c.Get(ctx, at, declog.MaxCheckpointBytes); err != nil {
+		return nil, &Failure{Where: "checkpoint", Err: err}
+	}
+	named, err := declog.Peek(l.Raw, roomID)
+	if err != nil {
+		return nil, &Failure{Where: "checkpoint", Err: err}
+	}
+	if err := l.fetchEpochs(ctx, c); err != nil {
+		return nil, err
+	}
+	under, err := l.roomOf(named.Keys, "checkpoint")
+	if err != nil {
+		return nil, err
+	}
+	if named.Keys != nil {
+		last := l.Epochs[len(l.Epochs)-1]
+		if named.Keys.Seq != last.Seq || named.Keys.From != last.From {
+			return nil, fail("checkpoint", "it names the head of seq %d from leaf %d, and the room's latest head is seq %d from leaf %d", named.Keys.Seq, named.Keys.From, last.Seq, last.From)
+		}
+	}
+	if l.Checkpoint, l.Signer, err = openUnder(l.Raw, under); err != nil {
+		return nil, &Failure{Where: "checkpoint", Err: err}
+	}
+	// Each handover: signed under the head before it, of the log's first
+	// From leaves, which the checkpoint's tree extends.
+	for k := 1; k < len(l.Epochs); k++ {
+		e, prev := l.Epochs[k], l.Epochs[k-1]
+		where := fmt.Sprintf("epochs/%d", e.Seq)
+		h, _, err := openUnder(e.Handover, prev.Room)
+		if err != nil {
+			return nil, fail(where, "its handover: %v", err)
+		}
+		if h.Size != e.From || h.Keys == nil || h.Keys.Seq != prev.Seq || h.Keys.From != prev.From {
+			return nil, fail(where, "its handover is of %d leaves under head %+v, not of %d under seq %d from %d", h.Size, h.Keys, e.From, prev.Seq, prev.From)
+		}
+		if err := l.CheckConsistent(ctx, c, h); err != nil {
+			return nil, fail(where, "its handover: %v", err)
+		}
+	}
+	return l, nil
+}
+
+// hasOrigin is nil when the descriptor names an origin.
+func (l *Log) hasOrigin() error {
+	d, err := room.ParseDescriptor(l.Descriptor)
+	if err != nil {
+		return err
+	}
+	if d.Origin == nil {
+		return errors.New("no origin")
+	}
+	return nil
+}
+
+func (l *Log) url(rest string) string {
+	return l.Base + "/v1/rooms/" + l.RoomID.String() + rest
+}
+
+// fetchEpochs fetches the room's heads, each read under the room's origin
+// with its seq the epoch's, at increasing seqs and sizes.
+func (l *Log) fetchEpochs(ctx context.Context, c *client.Client) error {
+	var es []serverEpoch
+	if err := c.GetJSON(ctx, l.url("/log/epochs"), &es); err != nil {
+		return &Failure{Where: "epochs", Err: err}
+	}
+	for i, se := range es {
+		where := fmt.Sprintf("epochs/%d", se.Seq)
+		if i > 0 && (se.Seq <= es[i-1].Seq || se.From < es[i-1].From) {
+			return fail(where, "after seq %d from leaf %d, seq %d from leaf %d", es[i-1].Seq, es[i-1].From, se.Seq, se.From)
+		}
+		if (i == 0) != (se.Handover == "") {
+			return fail(where, "the first head has no handover, and every other one has one")
+		}
+		head, err := c.Get(ctx, l.url(fmt.Sprintf("/keylog/%d", se.Seq)), api.MaxKeyLogBytes)
+		if err != nil {
+			return &Failure{Where: where, Err: err}
+		}
+		rm, err := room.Open(l.Descriptor, head)
+		if err != nil {
+			return fail(where, "the head does not verify: %v", err)
+		}
+		if rm.Head().Seq != se.Seq {
+			return fail(where, "the head served is of seq %d", rm.Head().Seq)
+		}
+		l.Epochs = append(l.Epochs, Epoch{Seq: se.Seq, From: se.From, Head: head, Room: rm, Handover: []byte(se.Handover)})
+	}
+	if (len(l.Epochs) == 0) != (l.hasOrigin() != nil) {
+		return fail("epochs", "%d heads for a room %s", len(l.Epochs), map[bool]string{true: "with no origin", false: "with an origin"}[l.hasOrigin() != nil])
+	}
+	return nil
+}
+
+// serverEpoch is /log/epochs' entry (server.Epoch).
+type serverEpoch struct {
+	Seq      uint64 `json:"seq"`
+	From     int64  `json:"from"`
+	Handover string `json:"handover"`
+}
+
+// roomOf is the room under the epoch a checkpoint names.
+func (l *Log) roomOf(e *declog.Epoch, where string) (*room.Room, error) {
+	if e == nil {
+		if len(l.Epochs) > 0 {
+			return nil, fail(where, "it names no head, and the room has a key log")
+		}
+		return l.room, nil
+	}
+	for _, ep := range l.Epochs {
+		if ep.Seq == e.Seq {
+			if ep.From != e.From {
+				return nil, fail(where, "it names head %d from leaf %d, which the epochs start at %d", e.Seq, e.From, ep.From)
+			}
+			return ep.Room, nil
+		}
+	}
+	return nil, fail(where, "it names head %d, which is none of the room's", e.Seq)
+}
+
+// openUnder opens a signed checkpoint whose signer the room under a head
+// lets sign for it (§3.5: the authority or a steering key, live/steer).
+func openUnder(b []byte, rm *room.Room) (declog.Checkpoint, sig.PublicKey, error) {
+	keys := []sig.PublicKey{rm.Authority()}
+	if h := rm.Head(); h != nil {
+		for _, e := range h.Entries {
+			keys = append(keys, e.Key)
+		}
+	}
+	c, by, err := declog.Open(b, rm.ID(), keys)
+	if err != nil {
+		return c, by, err
+	}
+	if err := rm.MaySignPolicy(by); err != nil {
+		return c, by, fmt.Errorf("its signer may not sign for the room: %v", err)
+	}
+	return c, by, nil
+}
+
+// HeadAt is the epoch a decision at leaf index is checked against: the
+// last to start at or before it (nil for a room with no origin).
+func (l *Log) HeadAt(index int64) *Epoch {
+	var e *Epoch
+	for i := range l.Epochs {
+		if l.Epochs[i].From <= index {
+			e = &l.Epochs[i]
+		}
+	}
+	if e == nil && len(l.Epochs) > 0 {
+		e = &l.Epochs[0]
+	}
+	return e
+}
+
+// CheckConsistent checks, with the server's proof, that the checkpoint's
+// tree extends the tree of an earlier checkpoint.
+func (l *Log) CheckConsistent(ctx context.Context, c *client.Client, earlier declog.Checkpoint) error {
+	n := l.Checkpoint.Size
+	if earlier.Size > n {
+		return fmt.Errorf("a tree of %d leaves, and the checkpoint's has %d: the log has shrunk", earlier.Size, n)
+	}
+	if earlier.Size == 0 {
+		return nil
+	}
+	b, err := c.Get(ctx, l.url(fmt.Sprintf("/log/consistency?from=%d&size=%d", earlier.Size, n)), declog.MaxProofBytes)
+	if err != nil {
+		return err
+	}
+	p, err := declog.ParseConsistency(b)
+	if err != nil {
+		return err
+	}
+	if p.From != earlier.Size || p.Size != n {
+		return fmt.Errorf("a proof from %d to %d, asked from %d to %d", p.From, p.Size, earlier.Size, n)
+	}
+	if err := tlog.CheckTree(p.Proof, n, l.Checkpoint.Root, earlier.Size, earlier.Root); err != nil {
+		return fmt.Errorf("the tree of %d leaves does not extend the tree of %d (a fork): %v", n, earlier.Size, err)
+	}
+	return nil
+}
+
+// Inclusion fetches and checks the decision's place in the checkpoint's
+// tree: the leaf is its digest and t.
+func (l *Log) Inclusion(ctx context.Context, c *client.Client, digest sig.Hash, t uint64) (int64, error) {
+	n := l.Checkpoint.Size
+	b, err := c.Get(ctx, l.url(fmt.Sprintf("/log/inclusion/%s?size=%d", digest, n)), declog.MaxProofBytes)
+	if err != nil {
+		return 0, err
+	}
+	p, err := declog.ParseInclusion(b)
+	if err != nil {
+		return 0, err
+	}
+	if p.Size != n {
+		return 0, fmt.Errorf("a proof in a tree of %d leaves, asked in %d", p.Size, n)
+	}
+	leaf := store.LogEntry{Digest: digest, T: t}.Leaf()
+	if err := tlog.CheckRecord(p.Proof, n, l.Checkpoint.Root, p.Index, tlog.RecordHash(leaf)); err != nil {
+		return 0, fmt.Errorf("leaf %d is not the decision in the checkpoint's tree: %v", p.Index, err)
+	}
+	return p.Index, nil
+}
