@@ -125,6 +125,35 @@ func Verify(in Input) (*Facts, error) {
 	return facts(p, d, digest, manifest), nil
 }
 
+// RoomAndPolicy runs §9.1's steps 1 and 2 of in: the room under its head,
+// and the policy, once for the many decisions an audit checks with them.
+func RoomAndPolicy(in Input) (*room.Room, *policy.Policy, error) {
+	rm, err := room.Open(in.Descriptor, in.KeyLogHead)
+	if err != nil {
+		return nil, nil, reason.At(PlaceRoom, err)
+	}
+	p, err := checkPolicy(rm, in.Policy)
+	if err != nil {
+		return nil, nil, reason.At(PlacePolicy, err)
+	}
+	return rm, p, nil
+}
+
+// Stated runs §9.1's steps 3 and 6 for a decision of a room and policy
+// RoomAndPolicy gave: what checks without the records, the evidence taken
+// as stated (§9.2: the rule is recomputed from what the decision states).
+func Stated(rm *room.Room, p *policy.Policy, b []byte) (*decision.Decision, error) {
+	pd := p.Digest()
+	d, err := checkDecision(rm, p, pd, b)
+	if err != nil {
+		return nil, reason.At(PlaceDecision, err)
+	}
+	if err := decision.CheckOutput(p, pd, d); err != nil {
+		return nil, reason.At(PlaceOutput, err)
+	}
+	return d, nil
+}
+
 // checkPolicy is step 2 (§3, §3.5).
 func checkPolicy(rm *room.Room, b []byte) (*policy.Policy, error) {
 	p, err := policy.Parse(b)

@@ -7,9 +7,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -29,12 +31,15 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/client"
+	"github.com/waisteer/waisteer/internal/declog"
 	"github.com/waisteer/waisteer/internal/demo"
+	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/internal/server"
@@ -595,6 +600,20 @@ func verifyURLServer(t *testing.T, edit func(files map[string][]byte)) (url stri
 	for _, r := range sc.Records {
 		files["/v1/records/"+evidence.NamedDigest(r).String()] = r
 	}
+	// The room's log of one decision (issue 16): its checkpoint, signed by
+	// the steering key under the room's one head (seq 1, from leaf 0), the
+	// head by seq, and the inclusion of leaf 0 in a tree of one, whose
+	// root is the leaf's hash (RFC 6962 §2.1) and whose proof is empty.
+	leaf := store.LogEntry{Digest: m.Digest, T: m.Decision.T}.Leaf()
+	cp, err := declog.Sign(declog.Checkpoint{Room: sc.Room.ID(), Size: 1, Root: tlog.Hash(sha256.Sum256(append([]byte{0}, leaf...))),
+		Keys: &declog.Epoch{Seq: 1, From: 0}}, sc.SteerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["/v1/rooms/"+id+"/log/checkpoint"] = cp
+	files["/v1/rooms/"+id+"/log/epochs"] = []byte(`[{"seq":1,"from":0,"handover":""}]`)
+	files["/v1/rooms/"+id+"/keylog/1"] = sc.Room.HeadBytes
+	files["/v1/rooms/"+id+"/log/inclusion/"+m.Digest.String()] = []byte(`{"index":0,"size":1,"proof":[]}`)
 	if edit != nil {
 		edit(files)
 	}
@@ -660,6 +679,55 @@ func TestVerifyURL(t *testing.T) {
 		if code != c.code || !strings.Contains(errs, c.want) {
 			t.Errorf("%s: exit %d: %s %s", c.name, code, out, errs)
 		}
+	}
+
+	// The log (issue 16): where the decision is, and the head it is
+	// checked against.
+	if out, errs, code := waisteer(t, "", "verify", "-url", u); code != 0 || !strings.Contains(out, `"log":{"index":0,"size":1,"key_log_seq":1}`) {
+		t.Errorf("the log's facts: exit %d: %s %s", code, out, errs)
+	}
+	// A decision the log does not hold is refused, whatever §9 says.
+	base2, _, m2 := verifyURLServer(t, func(f map[string][]byte) {
+		for k := range f {
+			if strings.Contains(k, "/log/inclusion/") {
+				delete(f, k)
+			}
+		}
+	})
+	if out, errs, code := waisteer(t, "", "verify", "-url", base2+"/v1/decisions/"+m2.Digest.String()); code != 1 ||
+		out != `{"outcome":"refuse","reason":"not_in_log","where":"log"}`+"\n" || !strings.Contains(errs, "404") {
+		t.Errorf("not in the log: exit %d: %s %s", code, out, errs)
+	}
+	// Keys over time (issue 16 item 5): head 2 revokes the steering key
+	// from leaf 1 on. The decision at leaf 0 was logged under head 1, and
+	// still verifies; checked against today's head it would be
+	// signer_revoked (§3.5).
+	head2, seq2, err := room.Revoke(sc.Room.Room.Head(), sc.Room.OriginKey, sc.SteerKey.Public())
+	if err != nil || seq2 != 2 {
+		t.Fatal(seq2, err)
+	}
+	base3, _, m3 := verifyURLServer(t, func(f map[string][]byte) {
+		id := sc.Room.ID().String()
+		handover := f["/v1/rooms/"+id+"/log/checkpoint"] // of leaf 0, signed under head 1
+		c, err := declog.Peek(handover, sc.Room.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Keys = &declog.Epoch{Seq: 2, From: 1}
+		now, err := declog.Sign(c, sc.Room.AuthorityKey) // the steering key is revoked: the authority signs
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps, _ := json.Marshal([]map[string]any{{"seq": 1, "from": 0, "handover": ""}, {"seq": 2, "from": 1, "handover": string(handover)}})
+		f["/v1/rooms/"+id+"/log/checkpoint"], f["/v1/rooms/"+id+"/log/epochs"] = now, eps
+		f["/v1/rooms/"+id+"/keylog/2"], f["/v1/rooms/"+id+"/keylog"] = head2, head2
+	})
+	u3 := base3 + "/v1/decisions/" + m3.Digest.String()
+	if out, errs, code := waisteer(t, "", "verify", "-url", u3); code != 0 || !strings.Contains(out, `"key_log_seq":1}`) {
+		t.Errorf("a decision logged before its signer's revocation: exit %d: %s %s", code, out, errs)
+	}
+	if out, _, code := waisteer(t, "", "verify", "-url", u3, "-log=false"); code != 1 || !strings.Contains(out, `"reason":"signer_revoked"`) {
+		t.Errorf("the same against today's head: exit %d: %s", code, out)
 	}
 
 	// A record the server does not hold.

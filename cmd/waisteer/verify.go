@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/verify"
+	"github.com/waisteer/waisteer/verify/audit"
 )
 
 func init() {
@@ -39,7 +41,19 @@ type outcome struct {
 	Reason  string        `json:"reason,omitempty"`
 	Where   string        `json:"where,omitempty"`
 	Facts   *verify.Facts `json:"facts,omitempty"`
+	Log     *logFacts     `json:"log,omitempty"`
 }
+
+// logFacts is where -url found the decision in its room's log (issue 16).
+type logFacts struct {
+	Index     int64   `json:"index"`
+	Size      int64   `json:"size"` // of the checkpoint its inclusion is proved in
+	KeyLogSeq *uint64 `json:"key_log_seq"`
+}
+
+// notInLog is the outcome's reason when -url cannot place the decision in
+// a log that verifies: the log's checks, not §9's.
+const notInLog = "not_in_log"
 
 func runVerify(e *env, args []string) error {
 	fs := newFlags(e, "verify", "-room FILE [-keylog FILE] -policy FILE -decision FILE [-records PATH]... [-manifest FILE]\n       waisteer verify -url DECISION_URL [-authority HEX] [-manifest FILE]")
@@ -53,6 +67,7 @@ func runVerify(e *env, args []string) error {
 	decisionURL := fs.String("url", "", "the decision's `URL` (the manifest's science.transaction.wai-decision): fetch it and all it needs from its server")
 	authorityHex := fs.String("authority", "", "with -url: the room authority's public key, 64 hexadecimal digits; refuse a room of any other")
 	timeout := fs.Duration("timeout", 30*time.Second, "with -url: how long the fetches may take in all")
+	inLog := fs.Bool("log", true, "with -url: check that the decision is in its room's log, and verify it against the key log head in force where the log took it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,7 +90,8 @@ func runVerify(e *env, args []string) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		defer cancel()
-		in, err = client.New().FetchInput(ctx, *decisionURL, pin)
+		c := client.New()
+		in, err = c.FetchInput(ctx, *decisionURL, pin)
 		var rf *client.Refusal
 		if errors.As(err, &rf) {
 			// What could not be fetched, or the pinned authority, is
@@ -90,7 +106,19 @@ func runVerify(e *env, args []string) error {
 				return err
 			}
 		}
-		return printVerdict(e, in)
+		var lf *logFacts
+		if *inLog {
+			u, _ := url.Parse(*decisionURL) // FetchInput read it
+			pl, err := audit.Place(ctx, c, u.Scheme+"://"+u.Host, &in)
+			if err != nil {
+				return printOutcome(e, outcome{Outcome: "refuse", Reason: notInLog, Where: "log"}, err)
+			}
+			lf = &logFacts{Index: pl.Index, Size: pl.Log.Checkpoint.Size}
+			if pl.Epoch != nil {
+				lf.KeyLogSeq = &pl.Epoch.Seq
+			}
+		}
+		return printVerdictIn(e, in, lf)
 	}
 	if *authorityHex != "" {
 		return usagef("-authority goes with -url")
@@ -129,10 +157,13 @@ func runVerify(e *env, args []string) error {
 
 // printVerdict verifies in and prints the outcome as a corpus vector writes
 // it (COMPANION §8), exiting 1 on a refusal.
-func printVerdict(e *env, in verify.Input) error {
+func printVerdict(e *env, in verify.Input) error { return printVerdictIn(e, in, nil) }
+
+// printVerdictIn is printVerdict with where the decision is in its log.
+func printVerdictIn(e *env, in verify.Input, lf *logFacts) error {
 	facts, verr := verify.Verify(in)
 	if verr == nil {
-		return printOutcome(e, outcome{Outcome: "accept", Facts: facts}, nil)
+		return printOutcome(e, outcome{Outcome: "accept", Facts: facts, Log: lf}, nil)
 	}
 	var re *reason.Error
 	if !errors.As(verr, &re) {

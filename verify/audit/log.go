@@ -12,12 +12,14 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/declog"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
+	"github.com/waisteer/waisteer/verify"
 )
 
 // Epoch is a key log head the room has had, read and verified.
@@ -230,7 +232,12 @@ func (l *Log) CheckConsistent(ctx context.Context, c *client.Client, earlier dec
 	if earlier.Size > n {
 		return fmt.Errorf("a tree of %d leaves, and the checkpoint's has %d: the log has shrunk", earlier.Size, n)
 	}
-	if earlier.Size == 0 {
+	switch {
+	case earlier.Size == 0:
+		return nil
+	case earlier.Size == n && earlier.Root != l.Checkpoint.Root:
+		return fmt.Errorf("two trees of %d leaves with other roots (a fork)", n)
+	case earlier.Size == n:
 		return nil
 	}
 	b, err := c.Get(ctx, l.url(fmt.Sprintf("/log/consistency?from=%d&size=%d", earlier.Size, n)), declog.MaxProofBytes)
@@ -270,4 +277,37 @@ func (l *Log) Inclusion(ctx context.Context, c *client.Client, digest sig.Hash, 
 		return 0, fmt.Errorf("leaf %d is not the decision in the checkpoint's tree: %v", p.Index, err)
 	}
 	return p.Index, nil
+}
+
+// Placement is a decision's place in its room's log.
+type Placement struct {
+	Index int64
+	Log   *Log
+	Epoch *Epoch // the head in force at Index; nil for a room with no origin
+}
+
+// Place finds the decision of in (fetched from base, with its descriptor)
+// in its room's log: its leaf, proved included in a checkpoint that
+// verifies, and the head in force there, which it sets as in's key log
+// head, so that the decision is checked against the head the log took it
+// under, not the room's current one (SPEC-NOTES, "Issue 16").
+func Place(ctx context.Context, c *client.Client, base string, in *verify.Input) (*Placement, error) {
+	d, err := decision.Parse(in.Decision)
+	if err != nil {
+		return nil, &Failure{Where: verify.PlaceDecision, Err: err}
+	}
+	l, err := FetchLog(ctx, c, base, d.Room, in.Descriptor)
+	if err != nil {
+		return nil, err
+	}
+	x, err := l.Inclusion(ctx, c, d.Digest(), d.T)
+	if err != nil {
+		return nil, &Failure{Where: "log", Err: err}
+	}
+	p := &Placement{Index: x, Log: l, Epoch: l.HeadAt(x)}
+	in.KeyLogHead = nil
+	if p.Epoch != nil {
+		in.KeyLogHead = p.Epoch.Head
+	}
+	return p, nil
 }

@@ -129,13 +129,16 @@ func simulate(t testing.TB, rng *rand.Rand, spec simSpec) []Entry {
 		var o decision.Outcome
 		var loads []uint32
 		n := len(p.Pathways)
-		err := sv.loads.Steer(ctx, p.Room, n, s, tNow, func(l []uint32) (int, uint64, error) {
+		// The decision's T is the instant the table read its loads at,
+		// as the server takes it (steer.go's decideLoads).
+		err := sv.loads.Steer(ctx, p.Room, n, s, tNow, func(l []uint32, at uint64) (int, uint64, error) {
 			var err error
 			if o, err = rk.DecideDrawn(rep, draw, l); err != nil {
 				return 0, 0, err
 			}
 			loads = slices.Clone(l)
-			return int(o.First), tNow + uint64(o.TTL)*1_000_000 + serverGrace, nil
+			tNow = at
+			return int(o.First), at + uint64(o.TTL)*1_000_000 + serverGrace, nil
 		})
 		if err != nil {
 			t.Fatal(err)
