@@ -230,7 +230,7 @@ func (l *Log) HeadAt(index int64) *Epoch {
 func (l *Log) CheckConsistent(ctx context.Context, c *client.Client, earlier declog.Checkpoint) error {
 	n := l.Checkpoint.Size
 	if earlier.Size > n {
-		return fmt.Errorf("a tree of %d leaves, and the checkpoint's has %d: the log has shrunk", earlier.Size, n)
+		return fmt.Errorf("a tree of %d leaves, and the checkpoint's has %d: the log has shrunk (a fork)", earlier.Size, n)
 	}
 	switch {
 	case earlier.Size == 0:
