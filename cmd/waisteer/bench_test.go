@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -123,5 +124,44 @@ func TestBenchQuick(t *testing.T) {
 		if strings.Contains(line, "failed") || strings.HasPrefix(line[len(batch):], "0 records/s") {
 			t.Errorf("ingest: %s", line)
 		}
+	}
+}
+
+// TestBenchAudit (issue 16, must show): the real server, under the
+// benchmark's saturated load with its hops posting, makes 100 000
+// decisions; the auditor's run over its log checks the tree, verifies a
+// sample of 2 000 decisions by §9 in full, reads every one and finds each
+// stated load equal to its recount (one server) and the band's share of
+// sessions within its bound.
+func TestBenchAudit(t *testing.T) {
+	spawn := bench.Spawn
+	bench.Spawn = func(args ...string) (*exec.Cmd, error) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+		return cmd, nil
+	}
+	t.Cleanup(func() { bench.Spawn = spawn })
+
+	out, errs, code := waisteer(t, "", "bench", "-audit", "100000", "-audit-sample", "2000", "-generator", "go", "-players", "4000", "-conns", "64")
+	if code != 0 {
+		t.Fatalf("bench -audit exited %d:\n%s\n%s", code, errs, out)
+	}
+	t.Logf("\n%s", out)
+	n := regexp.MustCompile(`a log of (\d+) decisions`).FindStringSubmatch(out)
+	if n == nil {
+		t.Fatalf("the report names no log")
+	}
+	size, _ := strconv.Atoi(n[1])
+	for _, want := range []string{
+		fmt.Sprintf("decisions: %d fetched and read, 2000 verified by §9 in full, 0 refused, 0 not fetched", size),
+		fmt.Sprintf("Loads: %d exact, 0 not.", size),
+		"Draws: 0 not §6.3's.", "Bands: 1 of 1 within 5 standard deviations.", "outcome: every check holds",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+	if size < 100_000 {
+		t.Errorf("a log of %d decisions, fewer than 100 000", size)
 	}
 }

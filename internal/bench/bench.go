@@ -51,6 +51,7 @@ type Options struct {
 	Profile                        string
 	Generator                      string // GeneratorAuto, GeneratorWrk or GeneratorGo
 	Soak                           time.Duration
+	Audit, AuditSample             int // decisions to make then audit, and the audit's sample (issue 16)
 	Quick                          bool
 }
 
@@ -82,6 +83,9 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 		b.pin.on = false
 	}
 	defer b.pin.unpinSelf()
+	if o.Audit > 0 {
+		return b.audit(ctx, stdout)
+	}
 	if o.Soak > 0 {
 		s, err := b.soak(ctx, stdout)
 		if err != nil {
