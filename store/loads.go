@@ -60,6 +60,7 @@ type roomLoads struct {
 type liveSession struct {
 	session report.Session
 	pathway int32
+	t       uint64 // its latest decision's instant
 	expires uint64
 	at      int32 // its place in heap
 }
@@ -111,18 +112,18 @@ func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session repo
 	if first < 0 || first >= n {
 		return fmt.Errorf("store: decide put pathway %d first, of %d", first, n)
 	}
-	r.set(session, int32(first), expires, now)
+	r.set(session, int32(first), now, expires, now)
 	return nil
 }
 
 // Merge records another server's decision for a session in the table
 // (the replica a shared store keeps in each server, issue 15): that its
-// latest decision put pathway first until expires, among n pathways. Of
-// two decisions for one session, the one that expires later is taken to
-// be the later, whichever arrives last: a merge that expires no later
+// decision at t put pathway first until expires, among n pathways. Of two
+// decisions for one session the later t is the latest, whichever arrives
+// last (the audit's recount, issue 16, orders them so): a merge no later
 // than what the table holds changes nothing, and so does one for another
 // count of pathways than the table's (a server on another policy).
-func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int, expires, now uint64) {
+func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int, t, expires, now uint64) {
 	if n < 1 || n > 255 || first < 0 || first >= n {
 		return
 	}
@@ -136,10 +137,10 @@ func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int
 		return
 	}
 	r.expire(now)
-	if s, held := r.slot[session]; held && r.slots[s].expires >= expires {
+	if s, held := r.slot[session]; held && r.slots[s].t >= t {
 		return
 	}
-	r.set(session, int32(first), expires, now)
+	r.set(session, int32(first), t, expires, now)
 }
 
 // Snapshot returns the room's loads at now, in a new slice.
@@ -236,7 +237,7 @@ func (r *roomLoads) drop(s int32) {
 // set records that the session's latest decision put pathway first, until
 // expires: a session that changes pathway moves its count; one whose expiry
 // is already past counts nowhere.
-func (r *roomLoads) set(session report.Session, first int32, expires, now uint64) {
+func (r *roomLoads) set(session report.Session, first int32, t, expires, now uint64) {
 	s, held := r.slot[session]
 	if expires < now {
 		if held {
@@ -252,7 +253,7 @@ func (r *roomLoads) set(session report.Session, first int32, expires, now uint64
 			ls.pathway = first
 		}
 		old := ls.expires
-		ls.expires = expires
+		ls.t, ls.expires = t, expires
 		if expires < old {
 			r.up(ls.at)
 		} else if expires > old {
@@ -267,7 +268,7 @@ func (r *roomLoads) set(session report.Session, first int32, expires, now uint64
 		s = int32(len(r.slots))
 		r.slots = append(r.slots, liveSession{})
 	}
-	r.slots[s] = liveSession{session: session, pathway: first, expires: expires, at: int32(len(r.heap))}
+	r.slots[s] = liveSession{session: session, pathway: first, t: t, expires: expires, at: int32(len(r.heap))}
 	r.slot[session] = s
 	r.counts[first]++
 	r.heap = append(r.heap, s)

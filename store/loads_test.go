@@ -272,26 +272,32 @@ func TestLoadsConcurrent_6(t *testing.T) {
 }
 
 // Merge (issue 15): another server's decision for a session counts as the
-// session's latest when it expires later than what the table holds; the
+// session's latest when its t is later than that of what the table holds
+// (issue 16: as the audit's recount orders them), whatever its expiry; the
 // counts below are worked by hand.
 func TestLoadsMerge(t *testing.T) {
 	l := NewLoads()
 	room := hash("merge")
 	a, b, c := session(1), session(2), session(3)
-	steer(t, l, room, 3, a, 10, 0, 100) // a on 0 until 100
-	l.Merge(room, 3, a, 1, 150, 20)     // a later decision elsewhere: a moves to 1
+	steer(t, l, room, 3, a, 10, 0, 100) // a on 0 at 10, until 100
+	l.Merge(room, 3, a, 1, 15, 150, 20) // a later decision elsewhere: a moves to 1
 	if got := snapshot(t, l, room, 3, 20); !slices.Equal(got, []uint32{0, 1, 0}) {
 		t.Fatalf("after a later decision for a: %v, want [0 1 0]", got)
 	}
-	l.Merge(room, 3, a, 0, 120, 20) // an earlier one arriving late: no change
-	l.Merge(room, 3, a, 2, 150, 20) // one that expires no later: no change
+	l.Merge(room, 3, a, 0, 12, 120, 20) // an earlier one arriving late: no change
+	l.Merge(room, 3, a, 2, 15, 160, 20) // one of the same t: no change
 	if got := snapshot(t, l, room, 3, 20); !slices.Equal(got, []uint32{0, 1, 0}) {
 		t.Fatalf("after earlier decisions for a: %v, want [0 1 0]", got)
 	}
-	l.Merge(room, 3, b, 2, 50, 20)  // b on 2 until 50
-	l.Merge(room, 3, c, 2, 15, 20)  // c expired already at 20: nowhere
-	l.Merge(room, 4, c, 3, 500, 20) // another count of pathways: ignored
-	l.Merge(room, 3, c, 3, 500, 20) // no pathway 3 of 3: ignored
+	l.Merge(room, 3, a, 1, 17, 90, 20) // later, with a shorter TTL: taken, until 90
+	if got := snapshot(t, l, room, 3, 91); !slices.Equal(got, []uint32{0, 0, 0}) {
+		t.Fatalf("a's later decision until 90, at 91: %v, want [0 0 0]", got)
+	}
+	l.Merge(room, 3, a, 1, 18, 150, 20) // and later again, until 150
+	l.Merge(room, 3, b, 2, 19, 50, 20)  // b on 2 until 50
+	l.Merge(room, 3, c, 2, 5, 15, 20)   // c expired already at 20: nowhere
+	l.Merge(room, 4, c, 3, 19, 500, 20) // another count of pathways: ignored
+	l.Merge(room, 3, c, 3, 19, 500, 20) // no pathway 3 of 3: ignored
 	if got := snapshot(t, l, room, 3, 20); !slices.Equal(got, []uint32{0, 1, 1}) {
 		t.Fatalf("with b: %v, want [0 1 1]", got)
 	}
@@ -309,7 +315,7 @@ func TestLoadsMerge(t *testing.T) {
 	}
 	// A fresh room takes the count of the first merge.
 	other := hash("fresh")
-	l.Merge(other, 2, b, 1, 100, 0)
+	l.Merge(other, 2, b, 1, 0, 100, 0)
 	if got := snapshot(t, l, other, 2, 0); !slices.Equal(got, []uint32{0, 1}) {
 		t.Fatalf("a fresh room: %v, want [0 1]", got)
 	}

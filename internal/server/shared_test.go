@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/client"
+	"github.com/waisteer/waisteer/internal/declog"
 	"github.com/waisteer/waisteer/internal/pgtest"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
@@ -20,6 +22,8 @@ import (
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
 	"github.com/waisteer/waisteer/store/postgres"
+	"github.com/waisteer/waisteer/verify/audit"
+	"github.com/waisteer/waisteer/verify/recount"
 )
 
 // The package's PostgreSQL, started by the first test that needs one and
@@ -425,5 +429,70 @@ func TestSharedStoreOutage(t *testing.T) {
 		if _, err := st.Decision(ctx, d); err != nil {
 			t.Fatalf("the decision of a manifest that went out, %s: %v", d, err)
 		}
+	}
+}
+
+// TestSharedLog (issue 16 item 7): servers on one database keep one log
+// per room: the decisions of all of them in one sequence, so that each
+// server's checkpoint names the same tree, and an audit through any one
+// holds, the loads accepted within the staleness of the shared loads.
+func TestSharedLog(t *testing.T) {
+	es := sharedEnvs(t, scenario.Spec{Periods: 6}, 3)
+	es[0].postRecords(es[0].sc.Records, http.StatusOK)
+	n := uint64(len(es[0].sc.Records))
+	for _, e := range es {
+		within(t, 2*time.Second, "every record in every server's evidence", func() bool {
+			st := e.status()
+			return st.Records.Accepted+st.Records.FromPeers == n
+		})
+	}
+	// The room clock runs with the wall's, as a server's does, so that a
+	// staleness in µs of it is one in time (a clock that stands still
+	// would put every server's decisions at one instant).
+	began, done := time.Now(), make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Microsecond):
+				es[0].clock.Store(t0 + uint64(time.Since(began)/time.Microsecond))
+			}
+		}
+	}()
+	var reloads []string
+	decided := map[string]bool{} // a decision two servers made alike is one
+	for i := range 90 {
+		e := es[i%3]
+		target := "/v1/steer"
+		if i%2 == 1 && len(reloads) > 0 {
+			target = path(t, reloads[(i*7)%len(reloads)])
+		}
+		m := e.steer(target, nil)
+		reloads = append(reloads, m.Reload)
+		decided[m.Decision[len(m.Decision)-64:]] = true
+		if i%10 == 9 {
+			time.Sleep(60 * time.Millisecond) // the shared loads' flush and follow
+		}
+	}
+	room := es[0].sc.Room.ID()
+	var first declog.Checkpoint
+	for i, e := range es {
+		c, _, err := declog.Open(e.fetchAny("/v1/rooms/"+e.room()+"/log/checkpoint"), room, []sig.PublicKey{e.sc.SteerKey.Public()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Size != int64(len(decided)) || i > 0 && (c.Size != first.Size || c.Root != first.Root) {
+			t.Errorf("server %d's checkpoint: %d leaves of %d decisions, root %v; server 0's %d, %v", i, c.Size, len(decided), c.Root, first.Size, first.Root)
+		}
+		if i == 0 {
+			first = c
+		}
+	}
+	rep, err := audit.Run(context.Background(), client.New(), es[1].ts.URL, room, audit.Options{Workers: 4,
+		Recount: recount.Options{Staleness: 200_000}})
+	if err != nil || !rep.OK() || rep.Fetched != len(decided) {
+		t.Errorf("the audit through server 1: %v\n%v", err, rep)
 	}
 }

@@ -48,6 +48,7 @@ type steer struct {
 	session report.Session
 	n       int
 	first   int
+	t       uint64 // the decision's instant
 	expires uint64
 }
 
@@ -104,7 +105,7 @@ func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.
 	err := l.local.Steer(ctx, room, n, session, now, func(loads []uint32, at uint64) (int, uint64, error) {
 		first, expires, err := decide(loads, at)
 		now = at
-		rec = steer{room: room, session: session, n: n, first: first, expires: expires}
+		rec = steer{room: room, session: session, n: n, first: first, t: at, expires: expires}
 		return first, expires, err
 	})
 	if err != nil {
@@ -188,19 +189,20 @@ func (l *Loads) flush(ctx context.Context) error {
 	}
 	rooms, sessions := make([][]byte, len(batch)), make([][]byte, len(batch))
 	ns, firsts, expires := make([]int16, len(batch)), make([]int16, len(batch)), make([]int64, len(batch))
+	ts := make([]int64, len(batch))
 	for i := range batch {
 		b := &batch[i]
 		rooms[i], sessions[i] = b.room[:], b.session[:]
-		ns[i], firsts[i], expires[i] = int16(b.n), int16(b.first), i64(b.expires)
+		ns[i], firsts[i], expires[i], ts[i] = int16(b.n), int16(b.first), i64(b.expires), i64(b.t)
 	}
 	err := l.st.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockSteers); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO waisteer.steers (seq, writer, room, session, n, first, expires)
-			SELECT nextval('waisteer.feed'), $1, r, s, n, f, e
-			FROM unnest($2::bytea[], $3::bytea[], $4::smallint[], $5::smallint[], $6::bigint[]) WITH ORDINALITY AS u(r, s, n, f, e, i)
-			ORDER BY i`, l.st.instance, rooms, sessions, ns, firsts, expires)
+		_, err := tx.Exec(ctx, `INSERT INTO waisteer.steers (seq, writer, room, session, n, first, expires, t)
+			SELECT nextval('waisteer.feed'), $1, r, s, n, f, e, t
+			FROM unnest($2::bytea[], $3::bytea[], $4::smallint[], $5::smallint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS u(r, s, n, f, e, t, i)
+			ORDER BY i`, l.st.instance, rooms, sessions, ns, firsts, expires, ts)
 		return err
 	})
 	if err != nil {
@@ -216,18 +218,18 @@ func (l *Loads) flush(ctx context.Context) error {
 // returns the last number read.
 func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
 	for {
-		rows, err := l.st.pool.Query(ctx, `SELECT seq, writer, room, session, n, first, expires FROM waisteer.steers
+		rows, err := l.st.pool.Query(ctx, `SELECT seq, writer, room, session, n, first, expires, t FROM waisteer.steers
 			WHERE seq > $1 ORDER BY seq LIMIT $2`, at, steersBatch)
 		if err != nil {
 			return at, err
 		}
 		k := 0
 		for rows.Next() {
-			var seq, expires int64
+			var seq, expires, t int64
 			var writer int32
 			var room, session []byte
 			var n, first int16
-			if err := rows.Scan(&seq, &writer, &room, &session, &n, &first, &expires); err != nil {
+			if err := rows.Scan(&seq, &writer, &room, &session, &n, &first, &expires, &t); err != nil {
 				rows.Close()
 				return at, err
 			}
@@ -235,7 +237,7 @@ func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
 			if writer == l.st.instance || len(room) != sig.HashSize || len(session) != len(report.Session{}) {
 				continue
 			}
-			l.local.Merge(sig.Hash(room), int(n), report.Session(session), int(first), u64(expires), l.now.Load())
+			l.local.Merge(sig.Hash(room), int(n), report.Session(session), int(first), u64(t), u64(expires), l.now.Load())
 		}
 		if err := rows.Err(); err != nil {
 			return at, err

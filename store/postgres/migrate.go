@@ -136,7 +136,10 @@ var migrations = []string{
 		head      bytea NOT NULL,
 		handover  bytea, -- NULL for a room's first head
 		PRIMARY KEY (room, seq)
-	);`,
+	);
+	-- A session's decision's t, so that of two the later is taken, as the
+	-- audit's recount takes it; a row from before counts as the oldest.
+	ALTER TABLE waisteer.steers ADD COLUMN t bigint NOT NULL DEFAULT -9223372036854775808;`,
 }
 
 // Version is the schema version this build writes and reads.

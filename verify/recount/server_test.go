@@ -112,7 +112,7 @@ func simulate(t testing.TB, rng *rand.Rand, spec simSpec) []Entry {
 		lag := uint64(rng.Float64() * float64(spec.lag))
 		for sv.read < len(shared) && shared[sv.read].t+lag < tNow {
 			if m := shared[sv.read]; m.server != srv {
-				sv.loads.Merge(p.Room, m.n, m.session, m.first, m.expires, tNow)
+				sv.loads.Merge(p.Room, m.n, m.session, m.first, m.t, m.expires, tNow)
 			}
 			sv.read++
 		}
