@@ -116,6 +116,16 @@ func TestDemoServes(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(vout, `{"outcome":"accept"`) {
 		t.Errorf("verify -url: exit %d: %s %s", code, vout, verrs)
 	}
+	// The audit command it prints (issue 16): the room's whole log holds.
+	am := regexp.MustCompile(`go run \./cmd/waisteer audit -url (\S+) -room ([0-9a-f]{64})`).FindStringSubmatch(text)
+	if am == nil {
+		t.Errorf("the demo prints no audit command:\n%s", text)
+	} else {
+		aout, aerrs, code := waisteer(t, "", "audit", "-url", am[1], "-room", am[2], "-state", filepath.Join(t.TempDir(), "cp"))
+		if code != 0 || !strings.Contains(aout, "outcome: every check holds") {
+			t.Errorf("audit: exit %d: %s %s", code, aout, aerrs)
+		}
+	}
 	other := strings.Repeat("ab", 32)
 	vout, verrs, code = waisteer(t, "", "verify", "-url", m[1], "-authority", other)
 	if code != 1 || vout != `{"outcome":"refuse","reason":"authority_mismatch","where":"room"}`+"\n" || !strings.Contains(verrs, "not the pinned "+other) {

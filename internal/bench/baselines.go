@@ -67,7 +67,7 @@ func benchStored(path string) (uint64, float64, error) {
 	var stored uint64
 	var inUse int
 	err = db.View(func(tx *bolt.Tx) error {
-		for _, name := range []string{"decisions", "decision_digests", "decision_runs", "decision_run_list", "contexts", "context_ids", "snapshots", "snapshot_bodies"} {
+		for _, name := range []string{"decisions", "decision_digests", "decision_runs", "decision_run_list", "contexts", "context_ids", "snapshots", "snapshot_bodies", "log_tiles", "log_sizes", "key_epochs"} {
 			bk := tx.Bucket([]byte(name))
 			if bk == nil {
 				continue // a layout without it

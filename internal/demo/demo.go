@@ -220,6 +220,8 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Verify it from its URL alone, pinning the room's authority key (the demo just did: accept):")
 	fmt.Fprintf(w, "  go run ./cmd/waisteer verify -url %s -authority %s\n", first.Decision, r.AuthorityPub)
+	fmt.Fprintln(w, "Audit the room's whole log of decisions: the tree, each decision (§9), the loads and shares (§9.2):")
+	fmt.Fprintf(w, "  go run ./cmd/waisteer audit -url %s -room %s\n", base, r.ID)
 	fmt.Fprintln(w, "The room's state, on the operator's route:")
 	fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' %s/v1/rooms/%s/status\n", r.Token, base, r.ID)
 	if dataDir != "" {

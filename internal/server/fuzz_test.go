@@ -260,6 +260,15 @@ func FuzzAnyRequest(f *testing.F) {
 		{5, "/api/v1/steering/edges/edge-1/drain", "", nil, true},
 		{2, "/api/v1/steering/edges/edge-2/weight", "", []byte(`{"weight": 3}`), true},
 		{2, "/api/v1/steering/edges/edge-2/weight", "", []byte(`{"weight": 1e99}`), true},
+		// The log's routes (issue 16).
+		{0, "/v1/rooms/" + room + "/log/checkpoint", "", nil, false},
+		{0, "/v1/rooms/" + room + "/log/tile/0/000.p/1", "", nil, false},
+		{0, "/v1/rooms/" + room + "/log/tile/entries/000.p/1", "", nil, false},
+		{0, "/v1/rooms/" + room + "/log/tile/1/x001/000.p/9", "", nil, false},
+		{0, "/v1/rooms/" + room + "/log/inclusion/" + policyDigest, "size=1", nil, false},
+		{0, "/v1/rooms/" + room + "/log/consistency", "from=1&size=1", nil, false},
+		{0, "/v1/rooms/" + room + "/log/epochs", "", nil, false},
+		{0, "/v1/rooms/" + room + "/keylog/1", "", nil, false},
 	} {
 		f.Add(s.method, s.path, s.query, s.body, s.auth)
 	}

@@ -424,3 +424,35 @@ func TestLogAudit(t *testing.T) {
 		t.Errorf("a load one higher at leaf 149: the first mismatch is %+v", m)
 	}
 }
+
+// TestLogRetention (issue 16 item 6): decisions pruned by retention leave
+// their leaves in the tree; the audit says which leaves it could not fetch
+// and why, and does not compare the loads a pruned decision's session may
+// still count for.
+func TestLogRetention(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, true)
+	leaves := e.steerMany(120)
+	if _, err := e.mem.Prune(context.Background(), 0, leaves[30].T); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.auditOf(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Leaves != 120 || len(rep.Missing) != 30 || rep.Fetched != 90 || !rep.OK() {
+		t.Fatalf("after pruning 30: %v", rep)
+	}
+	for i, m := range rep.Missing {
+		if m.Index != int64(i) || m.Digest != leaves[i].Digest || !strings.Contains(m.Why, "pruned") {
+			t.Errorf("missing %+v, want leaf %d, pruned", m, i)
+		}
+	}
+	if !strings.Contains(rep.String(), "not fetched: leaves 0-29") {
+		t.Errorf("the summary does not say which leaves:\n%v", rep)
+	}
+	// The scenario's TTL is 300 s and the clock ran 2 s: every decision
+	// after the pruned ones is within their sessions' life.
+	if rep.Recount.LoadsUnknown != 90 || rep.Recount.LoadsMismatch != 0 {
+		t.Errorf("%d loads not compared, %d mismatches; want 90 and 0", rep.Recount.LoadsUnknown, rep.Recount.LoadsMismatch)
+	}
+}

@@ -161,7 +161,11 @@ func Run(ctx context.Context, c *client.Client, base string, roomID sig.Hash, o 
 			}
 		}
 	}
-	if rep.Recount, err = recount.Recount(held, o.Recount); err != nil {
+	ro := o.Recount
+	for _, m := range rep.Missing {
+		ro.Unheld = append(ro.Unheld, leaves[m.Index].T)
+	}
+	if rep.Recount, err = recount.Recount(held, ro); err != nil {
 		return nil, err
 	}
 	return rep, nil

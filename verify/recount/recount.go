@@ -83,6 +83,12 @@ type Options struct {
 	Staleness uint64
 	// Z is the bands' bound in standard deviations; not above 0, 5.
 	Z float64
+	// Unheld are the instants (t, from their leaves) of the room's
+	// decisions that are not given: pruned by retention, or not fetched.
+	// Their sessions may count until t + ttl_s + grace, ttl_s the largest
+	// of the policies given, so a decision until then is not compared
+	// (LoadsUnknown) though the table goes on.
+	Unheld []uint64
 }
 
 // DefaultGrace is the server's default session_grace, 20 s in µs.
@@ -154,6 +160,7 @@ type Report struct {
 	// their order is their index in the log, which one server never needs.
 	EqualT int
 
+	LoadsUnknown  int // decisions a decision not given may have counted for (Options.Unheld)
 	LoadsMatch    int // decisions whose every stated load is the recount
 	LoadsStale    int // decisions with a load that differs but within δ's changes
 	LoadsMismatch int // decisions with a load the recount does not accept
@@ -218,6 +225,14 @@ func Recount(entries []Entry, o Options) (*Report, error) {
 		return cmp.Compare(entries[a].Index, entries[b].Index)
 	})
 
+	// The last instant a decision not given may count a session until.
+	if len(o.Unheld) > 0 {
+		var ttl uint64
+		for k := range entries {
+			ttl = max(ttl, uint64(entries[k].Policy.TTLs), uint64(entries[k].Policy.MinTTLs))
+		}
+		rc.unknownUntil, rc.unknown = slices.Max(o.Unheld)+ttl*1_000_000+o.Grace, true
+	}
 	var t *table
 	for j, k := range order {
 		e := &entries[k]
@@ -266,6 +281,10 @@ type recounter struct {
 	byDigest map[sig.Hash]*policyStats
 	stats    []*policyStats // in order of first decision
 	classes  map[string]int
+	// unknownUntil is when a decision not given may last count a
+	// session, when unknown (Options.Unheld).
+	unknownUntil uint64
+	unknown      bool
 }
 
 // check refuses an entry the recount cannot read, and learns its policy.
@@ -344,6 +363,8 @@ func (rc *recounter) add(t *table, e *Entry) {
 		}
 	}
 	switch {
+	case rc.unknown && d.T <= rc.unknownUntil:
+		rep.LoadsUnknown++
 	case !accepted:
 		rep.LoadsMismatch++
 		a := at()

@@ -20,6 +20,9 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, ", %d within the changes of δ", r.LoadsStale)
 	}
 	fmt.Fprintf(&b, ", %d not", r.LoadsMismatch)
+	if r.LoadsUnknown > 0 {
+		fmt.Fprintf(&b, ", %d not compared (a decision not held may count for them)", r.LoadsUnknown)
+	}
 	if len(r.Loads) > 0 {
 		m := r.Loads[0]
 		fmt.Fprintf(&b, " (the first: leaf %d, decision %s, t %d, pathway %d %q states %d, the recount is %d",
