@@ -614,6 +614,11 @@ func verifyURLServer(t *testing.T, edit func(files map[string][]byte)) (url stri
 	files["/v1/rooms/"+id+"/log/epochs"] = []byte(`[{"seq":1,"from":0,"handover":""}]`)
 	files["/v1/rooms/"+id+"/keylog/1"] = sc.Room.HeadBytes
 	files["/v1/rooms/"+id+"/log/inclusion/"+m.Digest.String()] = []byte(`{"index":0,"size":1,"proof":[]}`)
+	// Its tiles (C2SP tlog-tiles): the one entry after its length, and the
+	// one leaf hash.
+	rh := sha256.Sum256(append([]byte{0}, leaf...))
+	files["/v1/rooms/"+id+"/log/tile/entries/000.p/1"] = append([]byte{0, 40}, leaf...)
+	files["/v1/rooms/"+id+"/log/tile/0/000.p/1"] = rh[:]
 	if edit != nil {
 		edit(files)
 	}
@@ -990,4 +995,76 @@ func postResults(ctx context.Context, hc *http.Client, target string, body []byt
 		return nil, err
 	}
 	return a.Results, nil
+}
+
+// TestAuditBadInput (issue 16): `audit` over a room's log served as files;
+// a malformed checkpoint, one signed by a key the room does not list, a
+// tile that is not the tree's or does not read, and `verify -url` given a
+// malformed proof, each refused with the reason; the audit of the honest
+// files holds, and a second one extends the checkpoint it kept.
+func TestAuditBadInput(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "cp")
+	base, sc, _ := verifyURLServer(t, nil)
+	args := []string{"audit", "-url", base, "-room", sc.Room.ID().String(), "-state", state}
+	for range 2 {
+		if out, errs, code := waisteer(t, "", args...); code != 0 || !strings.Contains(out, "a log of 1 decisions") || !strings.Contains(out, "outcome: every check holds") {
+			t.Fatalf("the honest log: exit %d: %s %s", code, out, errs)
+		}
+	}
+	if out, _, _ := waisteer(t, "", args...); !strings.Contains(out, "consistent with the checkpoint seen before (1 decisions)") {
+		t.Errorf("the second audit does not say it extends the first's checkpoint: %s", out)
+	}
+	id := sc.Room.ID().String()
+	other, err := declog.Sign(declog.Checkpoint{Room: sc.Room.ID(), Size: 1, Keys: &declog.Epoch{Seq: 1}}, room.TestKey("not the room's"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		file string
+		body []byte
+		want string
+	}{
+		{"a checkpoint that is no note", "/log/checkpoint", []byte("hello\n"), "no signatures after its text"},
+		{"a checkpoint with a size of 01", "/log/checkpoint", []byte("waisteer/rooms/" + id + "/log\n01\nAAAA\n\n— x AAAA\n"), "not a count in decimal"},
+		{"a checkpoint by another key", "/log/checkpoint", other, "signed by no key that may sign for room"},
+		{"a tile of entries cut short", "/log/tile/entries/000.p/1", []byte{0, 40, 1, 2}, "cut short"},
+		{"a tile of entries not the tree's", "/log/tile/entries/000.p/1", append([]byte{0, 40}, make([]byte, 40)...), "leaf 0 is not the tree's"},
+		{"epochs that do not read", "/log/epochs", []byte(`[{"seq":"1"}]`), "not the JSON expected"},
+	} {
+		base, _, _ := verifyURLServer(t, func(f map[string][]byte) { f["/v1/rooms/"+id+c.file] = c.body })
+		out, errs, code := waisteer(t, "", "audit", "-url", base, "-room", id, "-state", filepath.Join(t.TempDir(), "cp"))
+		if code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, want 1 and %q: %s %s", c.name, code, c.want, out, errs)
+		}
+	}
+	// verify -url given a proof that does not read, or does not prove.
+	for _, c := range []struct {
+		name string
+		body string
+		want string
+	}{
+		{"a proof that is no JSON", "{", "an inclusion proof"},
+		{"a proof with a field more", `{"index":0,"size":1,"proof":[],"x":1}`, "unknown field"},
+		{"a proof of another size", `{"index":0,"size":2,"proof":[]}`, "asked in 1"},
+		{"a proof that does not prove", `{"index":0,"size":1,"proof":["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]}`, "is not the decision in the checkpoint's tree"},
+	} {
+		base, _, m := verifyURLServer(t, func(f map[string][]byte) {
+			for k := range f {
+				if strings.Contains(k, "/log/inclusion/") {
+					f[k] = []byte(c.body)
+				}
+			}
+		})
+		out, errs, code := waisteer(t, "", "verify", "-url", base+"/v1/decisions/"+m.Digest.String())
+		if code != 1 || !strings.Contains(out, `"reason":"not_in_log"`) || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, want 1 and %q: %s %s", c.name, code, c.want, out, errs)
+		}
+	}
+	// Usage.
+	for _, c := range [][]string{{"-url", "ftp://x", "-room", id}, {"-url", base, "-room", "xyz"}, {"-url", base + "/v1", "-room", id}} {
+		if _, _, code := waisteer(t, "", append([]string{"audit"}, c...)...); code != 2 {
+			t.Errorf("audit %v: exit %d, want 2", c, code)
+		}
+	}
 }
