@@ -18,6 +18,18 @@ import (
 // its own binary, which under `go test` is this one.
 const benchChildEnv = "WAISTEER_BENCH_CHILD"
 
+// benchChildren has bench start its servers as children of this test
+// binary (benchChildEnv) while the test runs.
+func benchChildren(t *testing.T) {
+	spawn := bench.Spawn
+	bench.Spawn = func(args ...string) (*exec.Cmd, error) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+		return cmd, nil
+	}
+	t.Cleanup(func() { bench.Spawn = spawn })
+}
+
 // TestBenchQuick runs `waisteer bench -quick -generator go` (phases of
 // about a second at 64 connections, both engines, 3 pathways; the Go
 // generator, so that it runs alike with and without wrk) and checks its
@@ -27,13 +39,7 @@ const benchChildEnv = "WAISTEER_BENCH_CHILD"
 // decision by the digest its manifest names, so each must be durable
 // before the answer), in each phase and in each store.
 func TestBenchQuick(t *testing.T) {
-	spawn := bench.Spawn
-	bench.Spawn = func(args ...string) (*exec.Cmd, error) {
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), benchChildEnv+"=1")
-		return cmd, nil
-	}
-	t.Cleanup(func() { bench.Spawn = spawn })
+	benchChildren(t)
 
 	out, errs, code := waisteer(t, "", "bench", "-quick", "-generator", "go")
 	if code != 0 {
@@ -134,13 +140,7 @@ func TestBenchQuick(t *testing.T) {
 // stated load equal to its recount (one server) and the band's share of
 // sessions within its bound.
 func TestBenchAudit(t *testing.T) {
-	spawn := bench.Spawn
-	bench.Spawn = func(args ...string) (*exec.Cmd, error) {
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), benchChildEnv+"=1")
-		return cmd, nil
-	}
-	t.Cleanup(func() { bench.Spawn = spawn })
+	benchChildren(t)
 
 	out, errs, code := waisteer(t, "", "bench", "-audit", "100000", "-audit-sample", "2000", "-generator", "go", "-players", "4000", "-conns", "64")
 	if code != 0 {

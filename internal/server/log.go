@@ -49,6 +49,21 @@ func (s *Server) logRoom(r *http.Request) (sig.Hash, *hub, *api.Error) {
 	return id, nil, api.Errorf(api.UnknownRoom, "the server holds no room %s", id)
 }
 
+// logGet begins a log route that reads no query: the room it names, or
+// false once it has answered.
+func (s *Server) logGet(w http.ResponseWriter, r *http.Request) (sig.Hash, bool) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !noQuery(w, r) {
+		return sig.Hash{}, false
+	}
+	id, _, aerr := s.logRoom(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return id, false
+	}
+	return id, true
+}
+
 // epochOf is the epoch a checkpoint of the room names: the latest head the
 // room has had (nil for a room with no origin).
 func (s *Server) epochOf(ctx context.Context, h *hub) (*declog.Epoch, error) {
@@ -180,13 +195,8 @@ type Epoch struct {
 // serveEpochs answers GET /v1/rooms/{room}/log/epochs: the heads the room
 // has had, by seq, each fetched at /v1/rooms/{room}/keylog/{seq}.
 func (s *Server) serveEpochs(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
-		return
-	}
-	id, _, aerr := s.logRoom(r)
-	if aerr != nil {
-		writeError(w, aerr)
+	id, ok := s.logGet(w, r)
+	if !ok {
 		return
 	}
 	es, err := s.st.KeyEpochs(r.Context(), id)
@@ -205,13 +215,8 @@ func (s *Server) serveEpochs(w http.ResponseWriter, r *http.Request) {
 // serveKeyLogAt answers GET /v1/rooms/{room}/keylog/{seq}: a head the
 // room has had, which never changes.
 func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
-		return
-	}
-	id, _, aerr := s.logRoom(r)
-	if aerr != nil {
-		writeError(w, aerr)
+	id, ok := s.logGet(w, r)
+	if !ok {
 		return
 	}
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
@@ -236,13 +241,8 @@ func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
 // serveTile answers GET /v1/rooms/{room}/log/tile/...: a tile within the
 // log's size, full or partial, which never changes.
 func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
-		return
-	}
-	id, _, aerr := s.logRoom(r)
-	if aerr != nil {
-		writeError(w, aerr)
+	id, ok := s.logGet(w, r)
+	if !ok {
 		return
 	}
 	t, err := declog.ParseTilePath("tile/" + r.PathValue("path"))
