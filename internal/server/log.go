@@ -297,17 +297,32 @@ func onlyParams(r *http.Request, names ...string) *api.Error {
 	return nil
 }
 
+// logProof begins a proof's route: the room it names and its log's size,
+// or false once it has answered; the query may name only params.
+func (s *Server) logProof(w http.ResponseWriter, r *http.Request, params ...string) (sig.Hash, int64, bool) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	id, _, aerr := s.logRoom(r)
+	if aerr == nil {
+		aerr = onlyParams(r, params...)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return id, 0, false
+	}
+	size, err := s.st.LogSize(r.Context(), id)
+	if err != nil {
+		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		return id, 0, false
+	}
+	return id, size, true
+}
+
 // serveInclusion answers GET /v1/rooms/{room}/log/inclusion/{digest}
 // [?size=N]: the decision's index and its inclusion proof in the tree of
 // N leaves (the log's size when N is not given).
 func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	id, _, aerr := s.logRoom(r)
-	if aerr == nil {
-		aerr = onlyParams(r, "size")
-	}
-	if aerr != nil {
-		writeError(w, aerr)
+	id, size, ok := s.logProof(w, r, "size")
+	if !ok {
 		return
 	}
 	digest, aerr := digestOf(r.PathValue("digest"))
@@ -316,11 +331,6 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	size, err := s.st.LogSize(ctx, id)
-	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
-		return
-	}
 	at, err := s.st.LogIndex(ctx, id, digest)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, api.Errorf(api.NotFound, "the log of room %s holds no decision %s, or its decision is pruned", id, digest))
@@ -350,24 +360,16 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 // serveConsistency answers GET /v1/rooms/{room}/log/consistency?from=M
 // [&size=N]: the proof that the tree of N leaves extends that of M.
 func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	id, _, aerr := s.logRoom(r)
-	if aerr == nil {
-		aerr = onlyParams(r, "from", "size")
+	if !r.URL.Query().Has("from") {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		writeError(w, api.Errorf(api.BadLogRequest, "from= is required: the size of the tree to prove from"))
+		return
 	}
-	if aerr == nil && !r.URL.Query().Has("from") {
-		aerr = api.Errorf(api.BadLogRequest, "from= is required: the size of the tree to prove from")
-	}
-	if aerr != nil {
-		writeError(w, aerr)
+	id, size, ok := s.logProof(w, r, "from", "size")
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	size, err := s.st.LogSize(ctx, id)
-	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
-		return
-	}
 	n, aerr := sizeParam(r, "size", size, size)
 	var m int64
 	if aerr == nil {
@@ -379,6 +381,7 @@ func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	}
 	p := tlog.TreeProof{} // from no leaves, nothing to prove
 	if m > 0 {
+		var err error
 		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, s.st, id)); err != nil {
 			writeError(w, api.Errorf(api.StoreUnavailable, "proving %d from %d: %v", n, m, err))
 			return

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,27 +22,13 @@ import (
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
+	"github.com/waisteer/waisteer/store/storetest"
 	"github.com/waisteer/waisteer/verify/audit"
 )
 
-// mth is RFC 6962 §2.1's Merkle Tree Hash, written from the RFC: SHA-256 of
-// nothing for no leaves, of 0x00 and the leaf for one, and of 0x01 and the
-// hashes of the first k leaves and of the rest, k the largest power of two
-// below n.
-func mth(leaves [][]byte) tlog.Hash {
-	switch len(leaves) {
-	case 0:
-		return sha256.Sum256(nil)
-	case 1:
-		return sha256.Sum256(append([]byte{0}, leaves[0]...))
-	}
-	k := 1
-	for 2*k < len(leaves) {
-		k *= 2
-	}
-	l, r := mth(leaves[:k]), mth(leaves[k:])
-	return sha256.Sum256(append(append([]byte{1}, l[:]...), r[:]...))
-}
+// mth is RFC 6962 §2.1's Merkle Tree Hash, as the store suite writes it
+// from the RFC.
+func mth(leaves [][]byte) tlog.Hash { return storetest.MTH(leaves) }
 
 // steerMany sends n steering requests, each of a new session or, every
 // third, again of an earlier one (its RELOAD-URI), and returns each

@@ -14,11 +14,11 @@ import (
 	"github.com/waisteer/waisteer/store"
 )
 
-// mth is the Merkle Tree Hash of RFC 6962 §2.1, written from the RFC: of
+// MTH is the Merkle Tree Hash of RFC 6962 §2.1, written from the RFC: of
 // no leaves SHA-256 of nothing; of one, SHA-256 of 0x00 and the leaf; of
 // n > 1, SHA-256 of 0x01, the hash of the first k leaves and the hash of
 // the rest, k the largest power of two below n.
-func mth(leaves [][]byte) [32]byte {
+func MTH(leaves [][]byte) [32]byte {
 	switch len(leaves) {
 	case 0:
 		return sha256.Sum256(nil)
@@ -29,7 +29,7 @@ func mth(leaves [][]byte) [32]byte {
 	for 2*k < len(leaves) {
 		k *= 2
 	}
-	l, r := mth(leaves[:k]), mth(leaves[k:])
+	l, r := MTH(leaves[:k]), MTH(leaves[k:])
 	return sha256.Sum256(append(append([]byte{1}, l[:]...), r[:]...))
 }
 
@@ -92,8 +92,8 @@ func testLog(t *testing.T, e Engine) {
 				if err != nil {
 					t.Fatalf("%s: the tree of %d: %v", when, m, err)
 				}
-				if root != tlog.Hash(mth(leaves[:m])) {
-					t.Fatalf("%s: room %s's tree of %d leaves hashes to %s, RFC 6962's is %x", when, room, m, root, mth(leaves[:m]))
+				if root != tlog.Hash(MTH(leaves[:m])) {
+					t.Fatalf("%s: room %s's tree of %d leaves hashes to %s, RFC 6962's is %x", when, room, m, root, MTH(leaves[:m]))
 				}
 			}
 			root, _ := tlog.TreeHash(n, r)
