@@ -75,6 +75,11 @@ func AppendBundle(dst []byte, es []store.LogEntry) []byte {
 
 // ParseBundle reads a tile of exactly w entries.
 func ParseBundle(b []byte, w int) ([]store.LogEntry, error) {
+	// A tile holds 1 to 256 (C2SP tlog-tiles: no empty tile is served),
+	// and w sizes the slice below.
+	if w < 1 || w > Width {
+		return nil, fmt.Errorf("declog: a tile of entries of width %d, not 1 to %d", w, Width)
+	}
 	es := make([]store.LogEntry, 0, w)
 	for len(b) > 0 {
 		if len(b) < 2 {
