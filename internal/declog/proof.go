@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -64,7 +65,9 @@ func strict(b []byte, v any) error {
 	if err := d.Decode(v); err != nil {
 		return err
 	}
-	if d.More() {
+	// More is false before a closing brace or bracket, as if the object
+	// were in a list: only the end of the input ends it.
+	if _, err := d.Token(); err != io.EOF {
 		return errors.New("more after the object")
 	}
 	var n int
