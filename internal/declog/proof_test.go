@@ -103,6 +103,9 @@ func TestParseInclusion(t *testing.T) {
 		{"a list", `[]`, "inclusion proof"},
 		{"empty", ``, "inclusion proof"},
 		{"cut", `{"index":0,"size":1,"proof":[`, "inclusion proof"},
+		// What the decoder quotes from the input is clipped.
+		{"a long unknown field", `{"` + strings.Repeat("a", 10000) + `":1}`, "unknown field"},
+		{"a long number", `{"index":` + strings.Repeat("9", 10000) + `,"size":1,"proof":[]}`, "cannot unmarshal"},
 	} {
 		p, err := declog.ParseInclusion([]byte(tc.json))
 		if err == nil {
@@ -111,6 +114,9 @@ func TestParseInclusion(t *testing.T) {
 		}
 		if !strings.HasPrefix(err.Error(), "declog: ") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: ParseInclusion: %v, want an error that says %q", tc.name, err, tc.want)
+		}
+		if len(err.Error()) > 300 {
+			t.Errorf("%s: ParseInclusion's error is %d bytes", tc.name, len(err.Error()))
 		}
 	}
 }
