@@ -63,7 +63,8 @@ func strict(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return err
+		// encoding/json quotes an unknown field's name or a number whole.
+		return errors.New(clip(err.Error()))
 	}
 	// More is false before a closing brace or bracket, as if the object
 	// were in a list: only the end of the input ends it.
