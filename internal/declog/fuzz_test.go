@@ -16,11 +16,12 @@ import (
 // what it reads is what its writer writes again, byte for byte.
 
 // clearError fails unless err is one of the package's: prefixed, one
-// line, and short however long the input (outside text is clipped).
+// line, and bounded however long the input: outside text is clipped to 80
+// bytes, at most twice a message, each byte quoted in at most 4.
 func clearError(t *testing.T, err error) {
 	t.Helper()
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "declog: ") || strings.Contains(msg, "\n") || len(msg) > 512 {
+	if !strings.HasPrefix(msg, "declog: ") || strings.Contains(msg, "\n") || len(msg) > 1024 {
 		t.Fatalf("an unclear error: %q", msg)
 	}
 }
