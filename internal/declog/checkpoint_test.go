@@ -341,6 +341,9 @@ func TestParseTextRefuses(t *testing.T) {
 		{"root in URL base64", line("5", base64.URLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, 32))), "root"},
 		{"root in hex", line("5", strings.Repeat("ab", 32)), "root"},
 		{"root with a space", line("5", c2spRoot+" "), "root"},
+		// Strict base64 decoding still skips CR and LF (encoding/base64).
+		{"root with a CR inside", line("5", c2spRoot[:20]+"\r"+c2spRoot[20:]), "root"},
+		{"root ending in CR", line("5", c2spRoot+"\r"), "root"},
 		{"empty root", line("5", ""), "root"},
 		// The keylog extension line.
 		{"keylog with no from", line("5", c2spRoot, "keylog 1"), "line"},
