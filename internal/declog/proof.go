@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -62,9 +63,12 @@ func strict(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return err
+		// encoding/json quotes an unknown field's name or a number whole.
+		return errors.New(clip(err.Error()))
 	}
-	if d.More() {
+	// More is false before a closing brace or bracket, as if the object
+	// were in a list: only the end of the input ends it.
+	if _, err := d.Token(); err != io.EOF {
 		return errors.New("more after the object")
 	}
 	var n int

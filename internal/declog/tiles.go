@@ -75,6 +75,11 @@ func AppendBundle(dst []byte, es []store.LogEntry) []byte {
 
 // ParseBundle reads a tile of exactly w entries.
 func ParseBundle(b []byte, w int) ([]store.LogEntry, error) {
+	// A tile holds 1 to 256 (C2SP tlog-tiles: no empty tile is served),
+	// and w sizes the slice below.
+	if w < 1 || w > Width {
+		return nil, fmt.Errorf("declog: a tile of entries of width %d, not 1 to %d", w, Width)
+	}
 	es := make([]store.LogEntry, 0, w)
 	for len(b) > 0 {
 		if len(b) < 2 {
@@ -106,16 +111,16 @@ var ErrBeyond = errors.New("declog: past the log's size")
 // Within reports whether the tile is part of a log of size leaves: every
 // hash, or entry, it holds is.
 func Within(t tlog.Tile, size int64) bool {
-	if t.N < 0 || t.N > size>>Height || t.W < 1 || t.W > Width {
+	// Past level 7 a hash is of 2^64 leaves or more; the level's bound
+	// comes first so that L·8 cannot overflow.
+	if t.L < EntriesLevel || t.L > 63/Height || t.N < 0 || t.N > size>>Height || t.W < 1 || t.W > Width {
 		return false
 	}
-	end := t.N<<Height + int64(t.W) // its end at its own level
-	if t.L <= 0 {
-		return end <= size
-	}
+	// Its end at its own level, unsigned: N·256 + 256 reaches 2^63 in a
+	// tree of 2^63 − 1 leaves.
+	end := uint64(t.N)<<Height + uint64(t.W)
 	// A hash at level L·8 is of 2^(L·8) leaves.
-	shift := uint(t.L * Height)
-	return shift < 63 && end <= size>>shift
+	return end <= uint64(size)>>(max(t.L, 0)*Height)
 }
 
 // ReadTile reads a tile of room's log of size leaves from l.
