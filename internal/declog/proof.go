@@ -75,11 +75,23 @@ func strict(b []byte, v any) error {
 	switch p := v.(type) {
 	case *Inclusion:
 		n = len(p.Proof)
+		if p.Proof == nil {
+			p.Proof = []tlog.Hash{} // written [], never null
+		}
 	case *Consistency:
 		n = len(p.Proof)
+		if p.Proof == nil {
+			p.Proof = []tlog.Hash{}
+		}
 	}
 	if n > 126 {
 		return fmt.Errorf("%d hashes, more than a proof has", n)
+	}
+	// Exactly the JSON the server writes (its keys once each, as written,
+	// and each hash in canonical base64), then at most a newline: a
+	// reader of outside bytes takes one spelling of each value.
+	if want, _ := json.Marshal(v); !bytes.Equal(bytes.TrimSuffix(b, []byte("\n")), want) {
+		return errors.New("not the JSON the log writes: each key once, as written, in order, and no other spelling")
 	}
 	return nil
 }

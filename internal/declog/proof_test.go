@@ -61,7 +61,6 @@ func TestParseInclusion(t *testing.T) {
 		{`{"index":5,"size":8,"proof":["` + h1 + `","` + h2 + `","` + h3 + `"]}`, 5, 8, hashes(t, h1, h2, h3)},
 		{`{"index":5,"size":8,"proof":["` + h1 + `","` + h2 + `","` + h3 + `"]}` + "\n", 5, 8, hashes(t, h1, h2, h3)},
 		{`{"index":0,"size":1,"proof":[]}`, 0, 1, nil},
-		{`{"index":0,"size":1,"proof":null}`, 0, 1, nil},
 		{`{"index":9223372036854775806,"size":9223372036854775807,"proof":["` + h3 + `"]}`, 1<<63 - 2, 1<<63 - 1, hashes(t, h3)},
 		{proofJSON("index", "size", 0, 1, 126), 0, 1, hashes(t, strings.Split(strings.Repeat(h2+" ", 126), " ")[:126]...)},
 	} {
@@ -216,5 +215,31 @@ func TestProofsProve(t *testing.T) {
 				t.Errorf("%d from %d: %v", n, m, err)
 			}
 		}
+	}
+}
+
+// TestProofOneSpelling: a proof is read in exactly the spelling the log
+// writes it in; keys in other case, repeated, missing or out of order, and
+// white space, are refused.
+func TestProofOneSpelling(t *testing.T) {
+	for _, b := range []string{
+		`{"Index":0,"size":1,"proof":[]}`,
+		`{"index":0,"index":0,"size":1,"proof":[]}`,
+		`{"size":1,"index":0,"proof":[]}`,
+		`{"index":0,"size":1}`,
+		`{ "index":0,"size":1,"proof":[]}`,
+		`{"index":0,"size":1,"proof":null}`,
+	} {
+		if _, err := declog.ParseInclusion([]byte(b)); err == nil {
+			t.Errorf("%s: read", b)
+		}
+	}
+	for _, b := range []string{`null`, `{}`, `{"from":0,"size":0,"proof":[]}` + "\n\n"} {
+		if _, err := declog.ParseConsistency([]byte(b)); err == nil {
+			t.Errorf("%s: read", b)
+		}
+	}
+	if _, err := declog.ParseInclusion([]byte(`{"index":0,"size":1,"proof":[]}` + "\n")); err != nil {
+		t.Errorf("the log's own spelling: %v", err)
 	}
 }

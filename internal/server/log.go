@@ -353,6 +353,9 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.StoreUnavailable, "proving leaf %d: %v", at, err))
 		return
 	}
+	if p == nil {
+		p = tlog.RecordProof{} // [] in JSON, as a reader takes it
+	}
 	b, _ := json.Marshal(declog.Inclusion{Index: at, Size: n, Proof: p})
 	writeLog(w, "application/json", append(b, '\n'), proofCache(r, "size"))
 }
