@@ -189,11 +189,22 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		db.Close()
 		return nil, err
 	}
+	s.lg.hashing, s.lg.stop, s.lg.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	s.lg.hashing <- struct{}{} // what Open read again
+	go s.hasher()
 	return s, nil
 }
 
 // Close writes the logs' pending leaves (boltlog.go) and closes the file.
 func (s *Bolt) Close() error {
+	if s.lg.stop != nil {
+		select {
+		case <-s.lg.stop:
+		default:
+			close(s.lg.stop)
+		}
+		<-s.lg.done
+	}
 	err := s.flushLog()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr

@@ -25,8 +25,11 @@ import (
 // (a 1.6 to 2 times dearer commit, measured), so they are written in
 // batches, as the index of digests is (index.go):
 //
-//   - pending: the leaves past a room's written ones, and their stored
-//     hashes, are held in memory, computed as each group commits;
+//   - pending: the leaves past a room's written ones are held in memory,
+//     and their stored hashes too, computed by a goroutine of their own
+//     after each commit (or when a reader or a flush needs them first), so
+//     that a group commit, which every steering answer waits for, does not
+//     hash;
 //   - a flush, in a PutDecisions transaction once a flush's worth is
 //     pending (and in Prune's, and at Close), writes them to log_tiles as
 //     the tiles they change (tlog's tiles of height 8: the leaves, 256 to
@@ -69,10 +72,14 @@ func tileKey(room sig.Hash, level uint8, n int64) []byte {
 // tileHashes reads written stored hashes (index below StoredHashCount of
 // the written leaves) from the tiles that hold them.
 func tileHashes(b *bolt.Bucket, id sig.Hash, indexes []int64, out []tlog.Hash, at []int) error {
+	var last tlog.Tile // most indexes asked at once are of one tile
+	var data []byte
 	for _, i := range at {
 		x := indexes[i]
 		t := tlog.TileForIndex(tileHeight, x)
-		data := b.Get(tileKey(id, uint8(t.L), t.N))
+		if data == nil || t.L != last.L || t.N != last.N {
+			data, last = b.Get(tileKey(id, uint8(t.L), t.N)), t
+		}
 		if len(data) < t.W*tlog.HashSize {
 			return fmt.Errorf("store: room %s's log hash %d: its tile %d/%d holds %d bytes", id, x, t.L, t.N, len(data))
 		}
@@ -92,6 +99,11 @@ type boltLog struct {
 	flush  int
 	margin uint64 // µs, as the index's
 
+	// hashing wakes the goroutine that hashes pending leaves (hasher);
+	// stop ends it, and done says it has.
+	hashing    chan struct{}
+	stop, done chan struct{}
+
 	mu       sync.RWMutex // guards the fields below against readers
 	rooms    map[sig.Hash]*roomLog
 	pending  int    // leaves pending, over all rooms
@@ -100,9 +112,13 @@ type boltLog struct {
 }
 
 type roomLog struct {
-	written int64       // leaves in log_entries
-	pending []LogEntry  // the leaves after them
-	hashes  []tlog.Hash // stored hashes from StoredHashCount(written) on
+	written int64      // leaves in log_entries
+	pending []LogEntry // the leaves after them
+	// hashes are the stored hashes from StoredHashCount(written) on of the
+	// first hashed pending leaves; the committer writes pending and
+	// written, the hasher hashes and hashed, each under mu.
+	hashes []tlog.Hash
+	hashed int
 }
 
 func (r *roomLog) size() int64 { return r.written + int64(len(r.pending)) }
@@ -147,54 +163,42 @@ func (lg *boltLog) add(id sig.Hash, e LogEntry, ch *logChange) int64 {
 	return x
 }
 
-// hashesIn reads stored hashes of the room's log: those past its written
-// ones from memory (and ch), the others from the bucket.
-func (lg *boltLog) hashesIn(b *bolt.Bucket, id sig.Hash, ch *logChange, indexes []int64) ([]tlog.Hash, error) {
+// hashesIn reads stored hashes of a room's log r: those past its written
+// ones from r.hashes and then more, the others from the bucket.
+func hashesIn(b *bolt.Bucket, id sig.Hash, r *roomLog, more []tlog.Hash, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
-	r := lg.rooms[id]
-	if r == nil {
-		r = &roomLog{}
-	}
 	from := tlog.StoredHashCount(r.written)
-	held := r.hashes
-	if len(ch.hashes[id]) > 0 {
-		held = append(slices.Clip(held), ch.hashes[id]...)
-	}
+	mid := from + int64(len(r.hashes)) // where more begins
 	var disk []int
 	for i, x := range indexes {
 		switch {
-		case x >= from+int64(len(held)):
+		case x >= mid+int64(len(more)):
 			return nil, fmt.Errorf("store: room %s's log hash %d is not held", id, x)
+		case x >= mid:
+			out[i] = more[x-mid]
 		case x >= from:
-			out[i] = held[x-from]
+			out[i] = r.hashes[x-from]
 		default:
 			disk = append(disk, i)
 		}
 	}
+	if len(disk) > 0 && b == nil {
+		return nil, fmt.Errorf("store: room %s's log hashes read with no file", id)
+	}
 	return out, tileHashes(b, id, indexes, out, disk)
 }
 
-// commit computes the hashes of ch's leaves and, when a flush is due or
-// asked for, or a leaf's t is before log_scan_from, writes every pending
-// leaf in tx.
+// commit writes every pending leaf in tx, and ch's, when a flush is due or
+// asked for, or a leaf's t is before log_scan_from.
 func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
-	hb := tx.Bucket(bucketLogTiles)
 	due := force || lg.pending > 0 && lg.pending >= lg.flush
 	ch.hashes = map[sig.Hash][]tlog.Hash{}
-	for id, es := range ch.leaves {
-		n := lg.sizeOf(id, &logChange{})
-		leaves := make([][]byte, len(es))
-		for i, e := range es {
-			leaves[i] = e.Leaf()
+	for _, es := range ch.leaves {
+		for _, e := range es {
 			if e.T < lg.scanFrom {
 				due = true
 			}
 		}
-		fresh, err := AppendLog(n, leaves, func(x []int64) ([]tlog.Hash, error) { return lg.hashesIn(hb, id, ch, x) })
-		if err != nil {
-			return err
-		}
-		ch.hashes[id] = fresh
 	}
 	if lg.pending+countLeaves(ch) >= lg.flush {
 		due = true
@@ -211,15 +215,27 @@ func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 	}
 	slices.SortFunc(ids, func(a, b sig.Hash) int { return bytes.Compare(a[:], b[:]) })
 	for _, id := range ids {
-		r := lg.rooms[id]
-		if r == nil {
-			r = &roomLog{}
+		lg.mu.RLock() // the hasher writes hashes beside
+		r := roomLog{}
+		if p := lg.rooms[id]; p != nil {
+			r = *p
 		}
+		lg.mu.RUnlock()
 		es := append(slices.Clip(r.pending), ch.leaves[id]...)
 		if len(es) == 0 {
 			continue
 		}
 		old, size := r.written, r.written+int64(len(es))
+		// The hashes the hasher has not made yet.
+		leaves := make([][]byte, 0, len(es)-r.hashed)
+		for _, e := range es[r.hashed:] {
+			leaves = append(leaves, e.Leaf())
+		}
+		fresh, err := AppendLog(old+int64(r.hashed), leaves, func(x []int64) ([]tlog.Hash, error) { return hashesIn(tiles, id, &r, nil, x) })
+		if err != nil {
+			return err
+		}
+		ch.hashes[id] = fresh
 		// The tiles of leaves: the last one's bytes written so far, then
 		// the new leaves, a tile at a time.
 		for n := old / tileWidth; n*tileWidth < size; n++ {
@@ -238,7 +254,7 @@ func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 			}
 		}
 		// The tiles of hashes the new leaves change.
-		hr := tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return lg.hashesIn(tiles, id, ch, x) })
+		hr := tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return hashesIn(tiles, id, &r, fresh, x) })
 		for _, t := range tlog.NewTiles(tileHeight, old, size) {
 			data, err := tlog.ReadTileData(t, hr)
 			if err != nil {
@@ -274,17 +290,77 @@ func (lg *boltLog) apply(ch *logChange) {
 	for id, es := range ch.leaves {
 		r := lg.room(id)
 		r.pending = append(r.pending, es...)
-		r.hashes = append(r.hashes, ch.hashes[id]...)
 		lg.pending += len(es)
 	}
 	if ch.flushed {
 		for _, r := range lg.rooms {
 			r.written += int64(len(r.pending))
-			r.pending, r.hashes = nil, nil
+			r.pending, r.hashes, r.hashed = nil, nil, 0
 		}
 		lg.pending = 0
 		lg.scanFrom = ch.scanFrom
+	} else if len(ch.leaves) > 0 && lg.hashing != nil {
+		select {
+		case lg.hashing <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// hasher hashes the pending leaves of every room after each commit.
+func (s *Bolt) hasher() {
+	defer close(s.lg.done)
+	for {
+		select {
+		case <-s.lg.stop:
+			return
+		case <-s.lg.hashing:
+		}
+		s.lg.mu.RLock()
+		ids := slices.Collect(maps.Keys(s.lg.rooms))
+		s.lg.mu.RUnlock()
+		for _, id := range ids {
+			s.hashPending(id) // a failure is a reader's to see (LogHashes)
+		}
+	}
+}
+
+// hashPending computes the stored hashes of the room's pending leaves not
+// hashed yet. What it computes is kept only if no flush or other hashing
+// changed the room's log meanwhile.
+func (s *Bolt) hashPending(id sig.Hash) error {
+	lg := &s.lg
+	lg.mu.RLock()
+	r := roomLog{}
+	if p := lg.rooms[id]; p != nil {
+		r = *p
+	}
+	lg.mu.RUnlock()
+	if r.hashed == len(r.pending) {
+		return nil
+	}
+	leaves := make([][]byte, 0, len(r.pending)-r.hashed)
+	for _, e := range r.pending[r.hashed:] {
+		leaves = append(leaves, e.Leaf())
+	}
+	var fresh []tlog.Hash
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		fresh, err = AppendLog(r.written+int64(r.hashed), leaves, func(x []int64) ([]tlog.Hash, error) {
+			return hashesIn(tx.Bucket(bucketLogTiles), id, &r, nil, x)
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	if p := lg.rooms[id]; p != nil && p.written == r.written && p.hashed == r.hashed {
+		p.hashes = append(p.hashes, fresh...)
+		p.hashed += len(leaves)
+	}
+	return nil
 }
 
 // openLog reads the logs' written sizes and, from the rows at or after
@@ -437,11 +513,27 @@ func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, start, end int64) 
 	return es, nil
 }
 
-// LogHashes returns the room's stored log hashes at the indexes.
+// LogHashes returns the room's stored log hashes at the indexes: those of
+// pending leaves the hasher has not made yet are made first.
 func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	for range 3 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out, hashed, err := s.logHashes(room, indexes)
+		if err != nil || hashed {
+			return out, err
+		}
+		if err := s.hashPending(room); err != nil {
+			return nil, err
+		}
 	}
+	return nil, fmt.Errorf("store: room %s's log changed three times while its hashes were read", room)
+}
+
+// logHashes reads the hashes, or reports that pending leaves it needs are
+// not hashed yet.
+func (s *Bolt) logHashes(room sig.Hash, indexes []int64) ([]tlog.Hash, bool, error) {
 	out := make([]tlog.Hash, len(indexes))
 	var disk []int
 	s.lg.mu.RLock()
@@ -450,15 +542,14 @@ func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([
 	if r != nil {
 		from, count = tlog.StoredHashCount(r.written), tlog.StoredHashCount(r.size())
 	}
-	if r != nil && from+int64(len(r.hashes)) != count {
-		s.lg.mu.RUnlock()
-		return nil, fmt.Errorf("store: room %s's log holds %d hashes past its written ones, not %d", room, len(r.hashes), count-from)
-	}
 	for i, x := range indexes {
 		switch {
 		case x < 0 || x >= count:
 			s.lg.mu.RUnlock()
-			return nil, fmt.Errorf("store: room %s's log has no stored hash %d", room, x)
+			return nil, false, fmt.Errorf("store: room %s's log has no stored hash %d", room, x)
+		case x >= from+int64(len(r.hashes)):
+			s.lg.mu.RUnlock()
+			return nil, false, nil
 		case x >= from:
 			out[i] = r.hashes[x-from]
 		default:
@@ -467,14 +558,13 @@ func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([
 	}
 	s.lg.mu.RUnlock()
 	if len(disk) == 0 {
-		return out, nil
+		return out, true, nil
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tileHashes(tx.Bucket(bucketLogTiles), room, indexes, out, disk)
 	})
-	return out, err
+	return out, err == nil, err
 }
-
 // LogIndex is the index the decision's row names: a pruned decision's is
 // not found.
 func (s *Bolt) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
