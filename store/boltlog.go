@@ -565,6 +565,7 @@ func (s *Bolt) logHashes(room sig.Hash, indexes []int64) ([]tlog.Hash, bool, err
 	})
 	return out, err == nil, err
 }
+
 // LogIndex is the index the decision's row names: a pruned decision's is
 // not found.
 func (s *Bolt) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
