@@ -147,26 +147,3 @@ func AppendLog(n int64, leaves [][]byte, get func(indexes []int64) ([]tlog.Hash,
 	}
 	return fresh, nil
 }
-
-// LogNeeds is the stored hash indexes of a log of n leaves that appending
-// k leaves reads, so that a store whose reads are round trips can read
-// them at once before AppendLog. Which hashes are read depends on n and k
-// alone.
-func LogNeeds(n int64, k int) []int64 {
-	var need []int64
-	seen := map[int64]bool{}
-	zero := make([][]byte, k)
-	for i := range zero {
-		zero[i] = make([]byte, LogEntrySize)
-	}
-	AppendLog(n, zero, func(indexes []int64) ([]tlog.Hash, error) {
-		for _, x := range indexes {
-			if !seen[x] {
-				seen[x] = true
-				need = append(need, x)
-			}
-		}
-		return make([]tlog.Hash, len(indexes)), nil
-	})
-	return need
-}

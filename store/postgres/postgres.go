@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -40,7 +41,9 @@ type Store struct {
 
 	mu       sync.Mutex
 	contexts map[context3]int64 // ids of the contexts known to be held
-	loads    *Loads             // the shared table on this store, closed first
+	// frontiers are the rooms' logs as this server last appended to them.
+	frontiers map[sig.Hash]frontier
+	loads     *Loads // the shared table on this store, closed first
 }
 
 // context3 is a decision's room, policy and signer.
@@ -100,7 +103,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		p.Close()
 		return nil, err
 	}
-	s := &Store{pool: p, chunk: o.chunk, contexts: map[context3]int64{}}
+	s := &Store{pool: p, chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[sig.Hash]frontier{}}
 	host, _ := os.Hostname()
 	if err := p.QueryRow(ctx, "INSERT INTO waisteer.instances (host, pid) VALUES ($1, $2) RETURNING id", host, os.Getpid()).Scan(&s.instance); err != nil {
 		p.Close()
@@ -392,6 +395,7 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		return nil
 	}
 	var fresh map[context3]int64
+	var after map[sig.Hash]frontier // the rooms' logs once committed
 	err := s.inFeed(ctx, lockDecisions, "decisions", func(tx pgx.Tx) error {
 		fresh = map[context3]int64{}
 		// Each decision once; one held already is left as it is (ON
@@ -449,27 +453,50 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 				logged = append(logged, ds[i])
 			}
 		}
-		return appendLogs(ctx, tx, logged)
+		after, err = s.appendLogs(ctx, tx, logged)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	if len(fresh) > 0 {
-		s.mu.Lock()
-		for c, id := range fresh {
-			s.contexts[c] = id
-		}
-		s.mu.Unlock()
+	s.mu.Lock()
+	for c, id := range fresh {
+		s.contexts[c] = id
 	}
+	maps.Copy(s.frontiers, after)
+	s.mu.Unlock()
 	return nil
 }
 
-// appendLogs appends the new decisions to their rooms' logs (store's
-// log.go), in the group's order: the log's size and the stored hashes an
-// append reads are read first, in one query a room, then the leaves, the
-// hashes and the sizes written. The decisions' feed lock is held, so no
-// other server appends meanwhile.
-func appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) error {
+// A frontier is what a server knows of a room's log after its own last
+// append: the size, and the stored hashes of the tree's peaks (its largest
+// complete subtrees, at most one per level), which are all that appending
+// to it reads. It holds while log_sizes still says that size: sizes only
+// grow, so no other server has appended meanwhile.
+type frontier struct {
+	size  int64
+	peaks map[int64]tlog.Hash
+}
+
+// peaks is the stored hash indexes of the peaks of a tree of n leaves.
+func peaks(n int64) []int64 {
+	var xs []int64
+	start := int64(0)
+	for l := 62; l >= 0; l-- {
+		if n&(1<<l) != 0 {
+			xs = append(xs, tlog.StoredHashIndex(l, start>>l))
+			start += 1 << l
+		}
+	}
+	return xs
+}
+
+// appendLogs appends the decisions to their rooms' logs in tx, which holds
+// the decisions' lock (one sequence for every server: item 7 of issue 16):
+// a round trip for the size, one for the peaks when this server's frontier
+// is not the log's, and one for the leaves, hashes and size. It returns
+// the rooms' frontiers after it, for the caller to keep once tx commits.
+func (s *Store) appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) (map[sig.Hash]frontier, error) {
 	var rooms []sig.Hash
 	leaves := map[sig.Hash][]store.LogEntry{}
 	for _, d := range ds {
@@ -478,35 +505,22 @@ func appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) error {
 		}
 		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
 	}
+	after := map[sig.Hash]frontier{}
 	for _, room := range rooms {
 		var n int64
 		err := tx.QueryRow(ctx, "SELECT size FROM waisteer.log_sizes WHERE room = $1", room[:]).Scan(&n)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
+			return nil, err
+		}
+		s.mu.Lock()
+		f, known := s.frontiers[room]
+		s.mu.Unlock()
+		if !known || f.size != n {
+			if f, err = readFrontier(ctx, tx, room, n); err != nil {
+				return nil, err
+			}
 		}
 		es := leaves[room]
-		held := map[int64]tlog.Hash{}
-		if need := store.LogNeeds(n, len(es)); len(need) > 0 {
-			rows, err := tx.Query(ctx, "SELECT idx, hash FROM waisteer.log_hashes WHERE room = $1 AND idx = ANY($2)", room[:], need)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var x int64
-				var h []byte
-				if err := rows.Scan(&x, &h); err != nil {
-					return err
-				}
-				if len(h) != tlog.HashSize {
-					return fmt.Errorf("postgres: room %s's log hash %d has %d bytes", room, x, len(h))
-				}
-				held[x] = tlog.Hash(h)
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
 		bs := make([][]byte, len(es))
 		digests, ts, idx := make([][]byte, len(es)), make([]int64, len(es)), make([]int64, len(es))
 		for k, e := range es {
@@ -516,34 +530,76 @@ func appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) error {
 		fresh, err := store.AppendLog(n, bs, func(indexes []int64) ([]tlog.Hash, error) {
 			out := make([]tlog.Hash, len(indexes))
 			for i, x := range indexes {
-				h, ok := held[x]
+				h, ok := f.peaks[x]
 				if !ok {
-					return nil, fmt.Errorf("postgres: room %s's log hash %d is not held", room, x)
+					return nil, fmt.Errorf("postgres: room %s's log hash %d is not a peak of its %d leaves", room, x, n)
 				}
 				out[i] = h
 			}
 			return out, nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
+		base := tlog.StoredHashCount(n)
 		hx, hv := make([]int64, 0, len(fresh)), make([][]byte, 0, len(fresh))
 		for k := range fresh {
-			hx, hv = append(hx, tlog.StoredHashCount(n)+int64(k)), append(hv, fresh[k][:])
+			hx, hv = append(hx, base+int64(k)), append(hv, fresh[k][:])
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.log_entries (room, idx, digest, t) SELECT $1, i, d, t FROM unnest($2::bigint[], $3::bytea[], $4::bigint[]) AS u(i, d, t)`,
-			room[:], idx, digests, ts); err != nil {
-			return err
+		size := n + int64(len(es))
+		if _, err := tx.Exec(ctx, `WITH e AS (
+				INSERT INTO waisteer.log_entries (room, idx, digest, t) SELECT $1, i, d, t FROM unnest($2::bigint[], $3::bytea[], $4::bigint[]) AS u(i, d, t)
+			), h AS (
+				INSERT INTO waisteer.log_hashes (room, idx, hash) SELECT $1, i, h FROM unnest($5::bigint[], $6::bytea[]) AS u(i, h)
+			)
+			INSERT INTO waisteer.log_sizes (room, size) VALUES ($1, $7) ON CONFLICT (room) DO UPDATE SET size = excluded.size`,
+			room[:], idx, digests, ts, hx, hv, size); err != nil {
+			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.log_hashes (room, idx, hash) SELECT $1, i, h FROM unnest($2::bigint[], $3::bytea[]) AS u(i, h)`, room[:], hx, hv); err != nil {
-			return err
+		next := frontier{size: size, peaks: map[int64]tlog.Hash{}}
+		for _, x := range peaks(size) {
+			switch {
+			case x >= base:
+				next.peaks[x] = fresh[x-base]
+			default:
+				next.peaks[x] = f.peaks[x] // a peak of n leaves still
+			}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO waisteer.log_sizes (room, size) VALUES ($1, $2) ON CONFLICT (room) DO UPDATE SET size = excluded.size`,
-			room[:], n+int64(len(es))); err != nil {
-			return err
-		}
+		after[room] = next
 	}
-	return nil
+	return after, nil
+}
+
+// readFrontier reads the peaks of the room's log of n leaves.
+func readFrontier(ctx context.Context, tx pgx.Tx, room sig.Hash, n int64) (frontier, error) {
+	f := frontier{size: n, peaks: map[int64]tlog.Hash{}}
+	need := peaks(n)
+	if len(need) == 0 {
+		return f, nil
+	}
+	rows, err := tx.Query(ctx, "SELECT idx, hash FROM waisteer.log_hashes WHERE room = $1 AND idx = ANY($2)", room[:], need)
+	if err != nil {
+		return f, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var x int64
+		var h []byte
+		if err := rows.Scan(&x, &h); err != nil {
+			return f, err
+		}
+		if len(h) != tlog.HashSize {
+			return f, fmt.Errorf("postgres: room %s's log hash %d has %d bytes", room, x, len(h))
+		}
+		f.peaks[x] = tlog.Hash(h)
+	}
+	if err := rows.Err(); err != nil {
+		return f, err
+	}
+	if len(f.peaks) != len(need) {
+		return f, fmt.Errorf("postgres: room %s's log of %d leaves holds %d of its %d peaks", room, n, len(f.peaks), len(need))
+	}
+	return f, nil
 }
 
 // LogSize is the number of leaves in the room's log.
