@@ -57,6 +57,9 @@ type hub struct {
 
 	// checkpoint is the latest checkpoint of the room's log signed (log.go).
 	checkpoint atomic.Pointer[signedCheckpoint]
+	// restored is set once the room's live sessions are counted again from
+	// its log after a start (restore.go), or need not be.
+	restored atomic.Bool
 
 	accepted, duplicates atomic.Uint64
 	fromPeers            atomic.Uint64 // records other servers of a shared store accepted, joined to this one's evidence

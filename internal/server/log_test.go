@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -439,5 +440,45 @@ func TestLogRetention(t *testing.T) {
 	// after the pruned ones is within their sessions' life.
 	if rep.Recount.LoadsUnknown != 90 || rep.Recount.LoadsMismatch != 0 {
 		t.Errorf("%d loads not compared, %d mismatches; want 90 and 0", rep.Recount.LoadsUnknown, rep.Recount.LoadsMismatch)
+	}
+}
+
+// TestRestartKeepsLoads: a server whose table of loads is in memory counts
+// its live sessions again from the room's log when it starts (§6.1's
+// capacities hold across a restart), and the audit's recount over the
+// decisions before and after the restart holds exactly (§9.2).
+func TestRestartKeepsLoads(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, true)
+	e.steerMany(90)
+	before := statusLoads(e.status())
+	if before[0]+before[1]+before[2] == 0 {
+		t.Fatal("no loads before the restart")
+	}
+	e.stop()
+	e.loads = store.NewLoads() // a restart's fresh table
+	e.start(nil)
+	for deadline := time.Now().Add(5 * time.Second); e.status().RestoringLoads; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("still restoring the loads after 5 s")
+		}
+	}
+	if after := statusLoads(e.status()); !slices.Equal(after, before) {
+		t.Fatalf("loads %v after the restart, %v before", after, before)
+	}
+	e.steerMany(30)
+	rep, err := e.auditOf(nil)
+	if err != nil || !rep.OK() || rep.Recount.LoadsMatch != 120 {
+		t.Fatalf("the audit across the restart: %v\n%v", err, rep)
+	}
+	// Sessions past their life are not counted again.
+	e.stop()
+	e.loads = store.NewLoads()
+	e.clock.Add(uint64(e.sc.Policy.TTLs)*1_000_000 + 21_000_000)
+	e.start(nil)
+	for e.status().RestoringLoads {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if after := statusLoads(e.status()); !slices.Equal(after, []uint32{0, 0, 0}) {
+		t.Errorf("loads %v once every session's life has passed", after)
 	}
 }

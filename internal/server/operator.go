@@ -208,7 +208,10 @@ type Status struct {
 	Policy    PolicyStatus `json:"policy"`
 	// OperatorPolicy is the operator's policy: Policy's digest, or while
 	// a pathway is down, the policy the health policy was made from.
-	OperatorPolicy string          `json:"operator_policy"`
+	OperatorPolicy string `json:"operator_policy"`
+	// RestoringLoads is true while the live sessions a restart forgot are
+	// being counted again from the room's log: the loads count fewer.
+	RestoringLoads bool            `json:"restoring_loads"`
 	T              uint64          `json:"t"`      // the room clock when the status was taken, µs
 	Window         [2]uint64       `json:"window"` // [a, b) at t (§5.1)
 	Order          []string        `json:"order"`  // the pathways in the order of §6.2
@@ -289,6 +292,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 			ServerURI: p.ServerURI, ReloadURI: p.ReloadURI, DecisionURI: p.DecisionURI,
 		},
 		OperatorPolicy: h.operatorPolicy().Digest().String(),
+		RestoringLoads: !h.restored.Load(),
 		T:              t,
 		Decisions:      DecisionsStatus{ByReason: map[string]uint64{}},
 		Records: RecordsStatus{
