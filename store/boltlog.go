@@ -182,9 +182,6 @@ func hashesIn(b *bolt.Bucket, id sig.Hash, r *roomLog, more []tlog.Hash, indexes
 			disk = append(disk, i)
 		}
 	}
-	if len(disk) > 0 && b == nil {
-		return nil, fmt.Errorf("store: room %s's log hashes read with no file", id)
-	}
 	return out, tileHashes(b, id, indexes, out, disk)
 }
 
@@ -200,10 +197,8 @@ func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 			}
 		}
 	}
-	if lg.pending+countLeaves(ch) >= lg.flush {
-		due = true
-	}
-	if !due || lg.pending+countLeaves(ch) == 0 {
+	pending := lg.pending + countLeaves(ch)
+	if !(due || pending >= lg.flush) || pending == 0 {
 		return nil
 	}
 	tiles, sizes := tx.Bucket(bucketLogTiles), tx.Bucket(bucketLogSizes)

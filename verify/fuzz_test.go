@@ -3,8 +3,6 @@ package verify_test
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,14 +18,7 @@ import (
 
 // TestMain keeps the inputs the fuzzing engine finds as it finds them
 // (fuzzing.SignedInputs): FuzzVerify's are signed.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if err := fuzzing.SignedInputs(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { fuzzing.Main(m) }
 
 // fuzzBase is the accepted vector the corpus builds its refusals from: its
 // room, key log head and records stand under every fuzzed input.

@@ -2,7 +2,11 @@
 // whose fuzz targets take signed inputs.
 package fuzzing
 
-import "flag"
+import (
+	"flag"
+	"fmt"
+	"os"
+)
 
 // minimizeFlag is the testing package's -fuzzminimizetime.
 const minimizeFlag = "test.fuzzminimizetime"
@@ -24,4 +28,15 @@ func SignedInputs() error {
 		return nil
 	}
 	return flag.Set(minimizeFlag, "0")
+}
+
+// Main is a TestMain that parses the flags, calls SignedInputs and runs
+// the tests, for a test binary that needs nothing else before them.
+func Main(m interface{ Run() int }) {
+	flag.Parse()
+	if err := SignedInputs(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
 }

@@ -3,10 +3,7 @@ package pool
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,14 +18,7 @@ import (
 // (fuzzing.SignedInputs): FuzzSteer's are not signed, but its minimizer
 // tries every span of each of three strings, and held both workers for
 // most of a 20 s run, against some 4 000 executions a second without it.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if err := fuzzing.SignedInputs(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { fuzzing.Main(m) }
 
 // fuzzPools are a bucket pool whose cohort is a query parameter, and a
 // rendezvous pool of more edges than Steer keeps on its stack, whose

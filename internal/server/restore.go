@@ -13,35 +13,35 @@ import (
 // restoreChunk is how many leaves of a room's log a restore reads at once.
 const restoreChunk = 4096
 
-// latestLogged is the latest t among the room's last leaves: the log is
-// in commit order, in which a t is at most the committer's wait behind the
-// latest, so the latest is among them. 0 for an empty log.
-func (s *Server) latestLogged(ctx context.Context, h *hub) (uint64, int64, error) {
-	size, err := s.st.LogSize(ctx, h.id)
-	if err != nil || size == 0 {
-		return 0, size, err
-	}
-	last, err := s.st.LogEntries(ctx, h.id, max(0, size-restoreChunk), size)
-	if err != nil {
-		return 0, size, err
-	}
-	var latest uint64
-	for _, e := range last {
-		latest = max(latest, e.T)
-	}
-	return latest, size, nil
+// logged is a room's log at start-up: its size, and the latest t among
+// its last leaves (the log is in commit order, in which a t is at most the
+// committer's wait behind the latest, so the latest is among them).
+type logged struct {
+	size   int64
+	latest uint64
 }
 
 // resumeLoads has a table of loads that a restart emptied read its next
 // loads after the latest decision logged, as it did before the restart
 // (Loads.Steer), so that the room's decisions stay in t order however the
-// clock stands; it is quick, and New runs it before serving.
-func (s *Server) resumeLoads(ctx context.Context, h *hub, loads *store.MemLoads) error {
-	latest, size, err := s.latestLogged(ctx, h)
-	if err == nil && size > 0 {
-		_, err = loads.Snapshot(ctx, h.id, len(h.state.Load().ids), latest)
+// clock stands; it is quick, and New runs it before serving. It returns
+// the log as it found it, which restoreLoads counts the sessions of.
+func (s *Server) resumeLoads(ctx context.Context, h *hub, loads *store.MemLoads) (logged, error) {
+	var lg logged
+	size, err := s.st.LogSize(ctx, h.id)
+	if err != nil || size == 0 {
+		return lg, err
 	}
-	return err
+	last, err := s.st.LogEntries(ctx, h.id, max(0, size-restoreChunk), size)
+	if err != nil {
+		return lg, err
+	}
+	lg.size = size
+	for _, e := range last {
+		lg.latest = max(lg.latest, e.T)
+	}
+	_, err = loads.Snapshot(ctx, h.id, len(h.state.Load().ids), lg.latest)
+	return lg, err
 }
 
 // restoreLoads counts again, in a table of loads held in memory that a
@@ -54,19 +54,16 @@ func (s *Server) resumeLoads(ctx context.Context, h *hub, loads *store.MemLoads)
 // live. A session whose latest decision was under a policy of other
 // pathways counts nowhere, as the install of the current one reset the
 // table (§6, SPEC-NOTES); what it cannot read (a pruned decision) counts
-// nowhere. It returns how many sessions it counted.
-func (s *Server) restoreLoads(ctx context.Context, h *hub, loads *store.MemLoads) (int, error) {
+// nowhere. It reads the log of lg, as resumeLoads found it: the decisions
+// after are the table's own. It returns how many sessions it counted.
+func (s *Server) restoreLoads(ctx context.Context, h *hub, loads *store.MemLoads, lg logged) (int, error) {
 	st := h.state.Load()
 	p := st.policy
 	life := uint64(max(p.TTLs, p.MinTTLs))*1_000_000 + s.grace
-	latest, size, err := s.latestLogged(ctx, h)
-	if err != nil || size == 0 {
-		return 0, err
-	}
-	at := max(s.clock(), latest)
+	at := max(s.clock(), lg.latest)
 	seen := map[report.Session]bool{}
 	counted := 0
-	for end := size; end > 0; {
+	for end := lg.size; end > 0; {
 		start := max(0, end-restoreChunk)
 		es, err := s.st.LogEntries(ctx, h.id, start, end)
 		if err != nil {

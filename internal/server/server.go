@@ -233,11 +233,15 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	// the rooms' logs beside steering (restore.go), so that a restart
 	// keeps §6.1's capacities and the loads an audit recounts.
 	memLoads, _ := loads.(*store.MemLoads)
-	if memLoads != nil {
-		for _, h := range hubs {
-			if err := s.resumeLoads(ctx, h, memLoads); err != nil {
-				return nil, fmt.Errorf("server: room %s's log: %w", h.id, err)
-			}
+	resumed := make([]logged, len(hubs))
+	for i, h := range hubs {
+		if memLoads == nil {
+			h.restored.Store(true) // a shared table keeps its sessions
+			continue
+		}
+		var err error
+		if resumed[i], err = s.resumeLoads(ctx, h, memLoads); err != nil {
+			return nil, fmt.Errorf("server: room %s's log: %w", h.id, err)
 		}
 	}
 	for id, r := range byID {
@@ -256,25 +260,22 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.records = newRecordCommitter(st)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.records.run() }()
-	if memLoads == nil {
-		for _, h := range hubs {
-			h.restored.Store(true) // a shared table keeps its sessions
+	for i, h := range hubs {
+		if memLoads == nil {
+			continue
 		}
-	} else {
-		for _, h := range hubs {
-			s.bg.Add(1)
-			go func() {
-				defer s.bg.Done()
-				began := time.Now()
-				n, err := s.restoreLoads(bg, h, memLoads)
-				if err != nil && bg.Err() == nil {
-					s.log.Error("counting the live sessions again from the log", "room", h.id.String(), "err", err, "sessions", n)
-				} else if n > 0 {
-					s.log.Info("live sessions counted again from the log", "room", h.id.String(), "sessions", n, "took", time.Since(began).String())
-				}
-				h.restored.Store(true)
-			}()
-		}
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			began := time.Now()
+			n, err := s.restoreLoads(bg, h, memLoads, resumed[i])
+			if err != nil && bg.Err() == nil {
+				s.log.Error("counting the live sessions again from the log", "room", h.id.String(), "err", err, "sessions", n)
+			} else if n > 0 {
+				s.log.Info("live sessions counted again from the log", "room", h.id.String(), "sessions", n, "took", time.Since(began).String())
+			}
+			h.restored.Store(true)
+		}()
 	}
 	s.startPools(bg)
 	if shared {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -452,11 +451,10 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "  first refused: leaf %d, decision %s: %s at %s: %s\n", f.Index, f.Digest, f.Code, f.Where, f.Err)
 	}
 	if len(r.Missing) > 0 {
-		idx := make([]int64, 0, len(r.Missing))
+		idx := make([]int64, 0, len(r.Missing)) // ascending: Run lists them by leaf
 		for _, m := range r.Missing {
 			idx = append(idx, m.Index)
 		}
-		sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
 		fmt.Fprintf(&b, "  not fetched: leaves %s (%s)\n", ranges(idx), r.Missing[0].Why)
 	}
 	if r.Recount != nil {

@@ -7,7 +7,6 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -41,6 +40,7 @@ type Log struct {
 	Raw        []byte        // the signed checkpoint
 	Signer     sig.PublicKey // who signed it
 	Epochs     []Epoch       // by seq; none for a room with no origin
+	origin     bool          // the descriptor names an origin
 	room       *room.Room    // with no head, for a room with no origin
 }
 
@@ -65,8 +65,11 @@ func fail(where, format string, args ...any) *Failure {
 // room's, fetched by the caller (and pinned by it, if it pins one).
 func FetchLog(ctx context.Context, c *client.Client, base string, roomID sig.Hash, descriptor []byte) (*Log, error) {
 	l := &Log{Base: base, RoomID: roomID, Descriptor: descriptor}
-	var err error
-	if l.hasOrigin() != nil {
+	d, err := room.ParseDescriptor(descriptor)
+	if err != nil {
+		return nil, fail("room", "the room does not read: %v", err)
+	}
+	if l.origin = d.Origin != nil; !l.origin {
 		// No origin: no key log, and the room reads on its own.
 		if l.room, err = room.Open(descriptor, nil); err != nil {
 			return nil, fail("room", "the room does not read: %v", err)
@@ -115,18 +118,6 @@ func FetchLog(ctx context.Context, c *client.Client, base string, roomID sig.Has
 	return l, nil
 }
 
-// hasOrigin is nil when the descriptor names an origin.
-func (l *Log) hasOrigin() error {
-	d, err := room.ParseDescriptor(l.Descriptor)
-	if err != nil {
-		return err
-	}
-	if d.Origin == nil {
-		return errors.New("no origin")
-	}
-	return nil
-}
-
 func (l *Log) url(rest string) string {
 	return l.Base + "/v1/rooms/" + l.RoomID.String() + rest
 }
@@ -159,8 +150,8 @@ func (l *Log) fetchEpochs(ctx context.Context, c *client.Client) error {
 		}
 		l.Epochs = append(l.Epochs, Epoch{Seq: se.Seq, From: se.From, Head: head, Room: rm, Handover: []byte(se.Handover)})
 	}
-	if (len(l.Epochs) == 0) != (l.hasOrigin() != nil) {
-		return fail("epochs", "%d heads for a room %s", len(l.Epochs), map[bool]string{true: "with no origin", false: "with an origin"}[l.hasOrigin() != nil])
+	if (len(l.Epochs) > 0) != l.origin {
+		return fail("epochs", "%d heads for a room %s", len(l.Epochs), map[bool]string{false: "with no origin", true: "with an origin"}[l.origin])
 	}
 	return nil
 }
