@@ -1,0 +1,425 @@
+// Package qoe aggregates what players report of their pathways (issue 17):
+// per pathway and cohort, the throughput and buffer each session reported
+// last within a sliding window, as quantiles over distinct sessions, and a
+// rule that moves a cohort's sessions off a pathway whose median falls
+// below a floor, or below a fraction of the cohort's best pathway, before
+// its viewers rebuffer (the multi-CDN seed's "approach 2"), with
+// hysteresis. It knows pathways by id and cohorts by name; where the
+// reports come from and what a move does to an order is the caller's.
+package qoe
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/waisteer/waisteer/report"
+)
+
+// Config is the rule's settings.
+type Config struct {
+	// Window is how long a session's latest report counts (60 s, the
+	// seed's aggregation window, when 0).
+	Window time.Duration
+	// MinSessions is how many distinct sessions a pathway's cohort needs
+	// for its figures to move it (30 when 0): one client, or a few that
+	// lie, cannot move a cohort.
+	MinSessions int
+	// Floor is the median throughput, bits/s, below which a pathway is
+	// degraded; 0 for none.
+	Floor uint64
+	// Fraction (0 to 1) degrades a pathway whose median is below this
+	// fraction of the best median of the cohort's pathways; 0 for none.
+	Fraction float64
+	// Margin: a degraded pathway comes back once its median has stayed at
+	// or above the floor × (1 + Margin), and the fraction of the best ×
+	// (1 + Margin), for Hold (0.2 when 0).
+	Margin float64
+	// Hold is that time, and the least time between two moves of one
+	// pathway's cohort (60 s when 0).
+	Hold time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Window <= 0 {
+		c.Window = time.Minute
+	}
+	if c.MinSessions <= 0 {
+		c.MinSessions = 30
+	}
+	if c.Margin <= 0 {
+		c.Margin = 0.2
+	}
+	if c.Hold <= 0 {
+		c.Hold = time.Minute
+	}
+	return c
+}
+
+// Check refuses settings the rule cannot use.
+func (c Config) Check() error {
+	switch {
+	case c.Fraction < 0 || c.Fraction >= 1:
+		return fmt.Errorf("qoe: fraction %v is not in [0, 1)", c.Fraction)
+	case c.Margin < 0 || c.Margin > 10:
+		return fmt.Errorf("qoe: margin %v is not in [0, 10]", c.Margin)
+	case c.Floor == 0 && c.Fraction == 0:
+		return fmt.Errorf("qoe: neither a floor nor a fraction: nothing would ever move")
+	}
+	return nil
+}
+
+// MaxThroughput is the largest throughput a report may state, bits/s (1
+// Tbit/s): one above it is ignored and counted, never aggregated.
+const MaxThroughput = 1_000_000_000_000
+
+// MaxBuffer is the largest buffer a report may state, ms (one day).
+const MaxBuffer = 24 * 60 * 60 * 1000
+
+// Key names one cell: a pathway in a cohort.
+type Key struct {
+	Pathway string
+	Cohort  string
+}
+
+// sample is a session's latest report in a cell.
+type sample struct {
+	at                 time.Time
+	throughput, buffer uint64
+	hasT, hasB         bool
+}
+
+type cell struct {
+	latest map[report.Session]sample
+	queue  []queued // reports by time, for the window's expiry; stale entries skipped
+
+	degraded  bool
+	lastMove  time.Time // zero: never moved
+	goodSince time.Time // zero: not good now
+	thinSince time.Time // zero: has enough sessions
+}
+
+type queued struct {
+	at      time.Time
+	session report.Session
+}
+
+// Aggregator is the reports of every cell and each cell's state. It is
+// safe for concurrent use.
+type Aggregator struct {
+	cfg     Config
+	mu      sync.RWMutex
+	cells   map[Key]*cell
+	ignored map[string]uint64 // reports not aggregated, by reason
+	moves   []Move            // the latest, at most keepMoves
+}
+
+// keepMoves is how many moves Moves keeps.
+const keepMoves = 256
+
+// New makes an aggregator with cfg (its zero fields defaulted).
+func New(cfg Config) (*Aggregator, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	return &Aggregator{cfg: cfg.withDefaults(), cells: map[Key]*cell{}, ignored: map[string]uint64{}}, nil
+}
+
+// Config is the aggregator's settings, defaults filled in.
+func (a *Aggregator) Config() Config { return a.cfg }
+
+// Add takes a session's report of its pathway at at: its throughput
+// (bits/s) and buffer (ms), either absent (has false). A report is taken as
+// of no earlier than the cell's latest. A report with neither, or with a
+// value past MaxThroughput or MaxBuffer, is ignored and counted by reason.
+func (a *Aggregator) Add(k Key, s report.Session, throughput uint64, hasT bool, buffer uint64, hasB bool, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case hasT && throughput > MaxThroughput:
+		a.ignored["throughput_absurd"]++
+		return
+	case hasB && buffer > MaxBuffer:
+		a.ignored["buffer_absurd"]++
+		return
+	case !hasT && !hasB:
+		a.ignored["no_figure"]++
+		return
+	}
+	c := a.cells[k]
+	if c == nil {
+		c = &cell{latest: map[report.Session]sample{}}
+		a.cells[k] = c
+	}
+	if n := len(c.queue); n > 0 && at.Before(c.queue[n-1].at) {
+		at = c.queue[n-1].at // reports are taken in the order they came
+	}
+	c.latest[s] = sample{at: at, throughput: throughput, buffer: buffer, hasT: hasT, hasB: hasB}
+	c.queue = append(c.queue, queued{at, s})
+}
+
+// Ignore counts a report the caller did not give to Add, by reason (a
+// body that does not read, a flood).
+func (a *Aggregator) Ignore(why string) {
+	a.mu.Lock()
+	a.ignored[why]++
+	a.mu.Unlock()
+}
+
+// Ignored is the count of reports not aggregated, by reason.
+func (a *Aggregator) Ignored() map[string]uint64 {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := make(map[string]uint64, len(a.ignored))
+	for k, v := range a.ignored {
+		out[k] = v
+	}
+	return out
+}
+
+// expire drops from the cell the sessions whose latest report is older
+// than the window at now.
+func (c *cell) expire(now time.Time, window time.Duration) {
+	cut := now.Add(-window)
+	k := 0
+	for k < len(c.queue) && !c.queue[k].at.After(cut) {
+		q := c.queue[k]
+		if s, ok := c.latest[q.session]; ok && !s.at.After(q.at) {
+			delete(c.latest, q.session) // its latest report is this one
+		}
+		k++
+	}
+	c.queue = c.queue[k:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
+}
+
+// Quantile is the q-quantile (0 < q ≤ 1) of values by nearest rank: the
+// smallest value with at least q × n of them at or below it, the
+// ⌈q·n⌉-th in ascending order. values must be sorted; 0 for none.
+func Quantile(sorted []uint64, q float64) uint64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	// ⌈q·n⌉ with q·n computed in µ-units, exact for q of up to six places.
+	qm := uint64(q*1e6 + 0.5)
+	r := int((qm*uint64(n) + 999_999) / 1_000_000)
+	r = max(1, min(r, n))
+	return sorted[r-1]
+}
+
+// Figures are one cell's figures at an instant.
+type Figures struct {
+	Key
+	Sessions int // distinct sessions with a report in the window
+	// Throughput and Buffer quantiles over the sessions that reported
+	// each: 10th, 50th (the median) and 90th percentiles.
+	Throughput, Buffer [3]uint64
+	WithT, WithB       int
+	Degraded           bool
+	LastMove           time.Time
+}
+
+func (c *cell) figures(k Key) Figures {
+	f := Figures{Key: k, Sessions: len(c.latest), Degraded: c.degraded, LastMove: c.lastMove}
+	var ts, bs []uint64
+	for _, s := range c.latest {
+		if s.hasT {
+			ts = append(ts, s.throughput)
+		}
+		if s.hasB {
+			bs = append(bs, s.buffer)
+		}
+	}
+	slices.Sort(ts)
+	slices.Sort(bs)
+	f.WithT, f.WithB = len(ts), len(bs)
+	for i, q := range []float64{0.1, 0.5, 0.9} {
+		f.Throughput[i], f.Buffer[i] = Quantile(ts, q), Quantile(bs, q)
+	}
+	return f
+}
+
+// Move is a change of a cell's state, with its figures and reason.
+type Move struct {
+	At       time.Time
+	Key      Key
+	Degraded bool   // the state it moved to
+	Median   uint64 // the cell's median throughput
+	Best     uint64 // the best median of the cohort's pathways
+	Sessions int
+	Reason   string
+}
+
+func (m Move) String() string {
+	to := "back"
+	if m.Degraded {
+		to = "off"
+	}
+	return fmt.Sprintf("%s: cohort %q moved %s pathway %s: median %d bit/s of %d sessions, the cohort's best %d; %s",
+		m.At.UTC().Format(time.RFC3339), m.Key.Cohort, to, m.Key.Pathway, m.Median, m.Sessions, m.Best, m.Reason)
+}
+
+// Evaluate expires old reports and applies the rule at now to every cell,
+// returning the moves it made. Cohorts are evaluated apart: a pathway's
+// median in one cohort never moves another cohort's sessions.
+func (a *Aggregator) Evaluate(now time.Time) []Move {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cfg := a.cfg
+	cohorts := map[string][]Key{}
+	figs := map[Key]Figures{}
+	for k, c := range a.cells {
+		c.expire(now, cfg.Window)
+		figs[k] = c.figures(k)
+		cohorts[k.Cohort] = append(cohorts[k.Cohort], k)
+	}
+	var moves []Move
+	names := make([]string, 0, len(cohorts))
+	for name := range cohorts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		keys := cohorts[name]
+		sort.Slice(keys, func(i, j int) bool { return keys[i].Pathway < keys[j].Pathway })
+		var best uint64
+		for _, k := range keys {
+			if f := figs[k]; f.WithT >= cfg.MinSessions {
+				best = max(best, f.Throughput[1])
+			}
+		}
+		for _, k := range keys {
+			if m, ok := a.step(a.cells[k], figs[k], best, now); ok {
+				moves = append(moves, m)
+			}
+		}
+	}
+	a.moves = append(a.moves, moves...)
+	if n := len(a.moves); n > keepMoves {
+		a.moves = slices.Clone(a.moves[n-keepMoves:])
+	}
+	return moves
+}
+
+// step applies the rule to one cell.
+func (a *Aggregator) step(c *cell, f Figures, best uint64, now time.Time) (Move, bool) {
+	cfg := a.cfg
+	m := Move{At: now, Key: f.Key, Median: f.Throughput[1], Best: best, Sessions: f.WithT}
+	mayMove := c.lastMove.IsZero() || now.Sub(c.lastMove) >= cfg.Hold
+	if f.WithT < cfg.MinSessions {
+		// Too few to say. A degraded pathway whose sessions were moved off
+		// has few left to report: after Hold with too few it comes back,
+		// and if it is still bad its sessions' reports move it off again,
+		// at most once per Hold.
+		c.goodSince = time.Time{}
+		if c.thinSince.IsZero() {
+			c.thinSince = now
+		}
+		if c.degraded && mayMove && now.Sub(c.thinSince) >= cfg.Hold {
+			c.degraded, c.lastMove = false, now
+			m.Reason = fmt.Sprintf("fewer than %d sessions reported for %s: back, to be measured again", cfg.MinSessions, cfg.Hold)
+			return m, true
+		}
+		return m, false
+	}
+	c.thinSince = time.Time{}
+	med := f.Throughput[1]
+	belowFloor := cfg.Floor > 0 && med < cfg.Floor
+	belowBest := cfg.Fraction > 0 && float64(med) < cfg.Fraction*float64(best)
+	good := (cfg.Floor == 0 || float64(med) >= float64(cfg.Floor)*(1+cfg.Margin)) &&
+		(cfg.Fraction == 0 || float64(med) >= cfg.Fraction*float64(best)*(1+cfg.Margin))
+	switch {
+	case !c.degraded && (belowFloor || belowBest):
+		if !mayMove {
+			return m, false
+		}
+		c.degraded, c.lastMove, c.goodSince = true, now, time.Time{}
+		if belowFloor {
+			m.Reason = fmt.Sprintf("median below the floor of %d bit/s", cfg.Floor)
+		} else {
+			m.Reason = fmt.Sprintf("median below %.2f of the cohort's best", cfg.Fraction)
+		}
+		m.Degraded = true
+		return m, true
+	case c.degraded && good:
+		if c.goodSince.IsZero() {
+			c.goodSince = now
+		}
+		if now.Sub(c.goodSince) >= cfg.Hold && mayMove {
+			c.degraded, c.lastMove, c.goodSince = false, now, time.Time{}
+			m.Reason = fmt.Sprintf("median at or above the recovery threshold (margin %.2f) for %s", cfg.Margin, cfg.Hold)
+			return m, true
+		}
+	case c.degraded:
+		c.goodSince = time.Time{}
+	}
+	return m, false
+}
+
+// Degraded reports whether the pathway is moved off for the cohort.
+func (a *Aggregator) Degraded(pathway, cohort string) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	c := a.cells[Key{pathway, cohort}]
+	return c != nil && c.degraded
+}
+
+// Order puts the pathways degraded for the cohort behind the others,
+// each part in the order given, and reports whether it moved any.
+func (a *Aggregator) Order(ids []string, cohort string) ([]string, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var ok, bad []string
+	for _, id := range ids {
+		if c := a.cells[Key{id, cohort}]; c != nil && c.degraded {
+			bad = append(bad, id)
+		} else {
+			ok = append(ok, id)
+		}
+	}
+	if len(bad) == 0 || len(ok) == 0 {
+		return ids, false
+	}
+	return append(ok, bad...), true
+}
+
+// Figures are every cell's figures now (without expiring; Evaluate does),
+// by cohort then pathway.
+func (a *Aggregator) Figures() []Figures {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := make([]Figures, 0, len(a.cells))
+	for k, c := range a.cells {
+		out = append(out, c.figures(k))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Cohort != out[j].Cohort {
+			return out[i].Cohort < out[j].Cohort
+		}
+		return out[i].Pathway < out[j].Pathway
+	})
+	return out
+}
+
+// Moves are the latest moves, oldest first.
+func (a *Aggregator) Moves() []Move {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return slices.Clone(a.moves)
+}
+
+// BelowLowest is the per-client rule (apex-steering's): a client whose
+// throughput is below 1.2 times the lowest variant's bitrate on its
+// pathway is given the next pathway first and the short TTL. Exact: 5·T <
+// 6·lowest.
+func BelowLowest(throughput, lowest uint64) bool {
+	th, tl := bits.Mul64(5, throughput)
+	lh, ll := bits.Mul64(6, lowest)
+	return th < lh || th == lh && tl < ll
+}

@@ -1,0 +1,261 @@
+package qoe
+
+import (
+	"math/big"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/waisteer/waisteer/report"
+)
+
+var t0 = time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+
+func session(i int) report.Session {
+	var s report.Session
+	s[0], s[1], s[2] = byte(i), byte(i>>8), byte(i>>16)
+	return s
+}
+
+// TestQuantile: the nearest-rank quantile is the smallest value with at
+// least q·n values at or below it, checked by brute force over random sets
+// (with repeats) and the quantiles the aggregator reports.
+func TestQuantile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		n := rng.IntN(60) + 1
+		vs := make([]uint64, n)
+		for i := range vs {
+			vs[i] = uint64(rng.IntN(20))
+		}
+		slices.Sort(vs)
+		for _, q := range []float64{0.1, 0.5, 0.9, 1, float64(rng.IntN(1_000_000)+1) / 1e6} {
+			want := uint64(1 << 63)
+			qn := new(big.Rat).Mul(new(big.Rat).SetFrac64(int64(q*1e6+0.5), 1_000_000), big.NewRat(int64(n), 1))
+			for _, v := range vs {
+				at := 0
+				for _, w := range vs {
+					if w <= v {
+						at++
+					}
+				}
+				if new(big.Rat).SetInt64(int64(at)).Cmp(qn) >= 0 && v < want {
+					want = v
+				}
+			}
+			if got := Quantile(vs, q); got != want {
+				t.Fatalf("Quantile(%v, %v) = %d, brute force %d", vs, q, got, want)
+			}
+		}
+	}
+	if Quantile(nil, 0.5) != 0 {
+		t.Error("the quantile of nothing")
+	}
+}
+
+func newAgg(t *testing.T, c Config) *Aggregator {
+	t.Helper()
+	a, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestOncePerWindow (issue 17 item 1): each session counts once in its
+// cell, by its latest report, until that report is a window old.
+func TestOncePerWindow(t *testing.T) {
+	a := newAgg(t, Config{Floor: 1, Window: time.Minute})
+	k := Key{"cdn-a", "fra"}
+	a.Add(k, session(2), 5, true, 2000, true, t0)
+	for i := range 10 {
+		a.Add(k, session(1), uint64(100+i), true, 0, false, t0.Add(time.Duration(i)*time.Second))
+	}
+	a.Evaluate(t0.Add(30 * time.Second))
+	f := a.Figures()[0]
+	if f.Sessions != 2 || f.WithT != 2 || f.WithB != 1 || f.Throughput[1] != 5 || f.Throughput[2] != 109 || f.Buffer[1] != 2000 {
+		t.Fatalf("figures %+v: want 2 sessions, session 1 by its latest 109", f)
+	}
+	// At t0 + 60 s session 2's only report is a window old; session 1's
+	// latest (t0 + 9 s) is not.
+	a.Evaluate(t0.Add(60 * time.Second))
+	if f := a.Figures()[0]; f.Sessions != 1 || f.Throughput[1] != 109 {
+		t.Fatalf("at t0 + 60 s: %+v", f)
+	}
+	a.Evaluate(t0.Add(70 * time.Second))
+	if f := a.Figures()[0]; f.Sessions != 0 {
+		t.Fatalf("at t0 + 70 s: %+v", f)
+	}
+}
+
+// fill gives n sessions (from first) each a report of throughput at.
+func fill(a *Aggregator, k Key, first, n int, throughput uint64, at time.Time) {
+	for i := range n {
+		a.Add(k, session(first+i), throughput, true, 0, false, at)
+	}
+}
+
+// TestMinimumCohort (item 1): a cohort acts only with MinSessions sessions.
+func TestMinimumCohort(t *testing.T) {
+	for _, n := range []int{29, 30} {
+		a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 30})
+		fill(a, Key{"cdn-a", "fra"}, 0, n, 6_000_000, t0)
+		moves := a.Evaluate(t0.Add(time.Second))
+		if want := n >= 30; (len(moves) == 1) != want || a.Degraded("cdn-a", "fra") != want {
+			t.Errorf("%d sessions at 6 Mbit/s under a floor of 10: moves %v", n, moves)
+		}
+	}
+}
+
+// TestCohortsApart (item 2): a pathway degraded in one cohort moves that
+// cohort's sessions only.
+func TestCohortsApart(t *testing.T) {
+	a := newAgg(t, Config{Fraction: 0.5, MinSessions: 10})
+	fill(a, Key{"cdn-a", "fra"}, 0, 100, 6_000_000, t0)
+	fill(a, Key{"cdn-b", "fra"}, 100, 100, 18_000_000, t0)
+	fill(a, Key{"cdn-a", "par"}, 200, 100, 18_000_000, t0)
+	fill(a, Key{"cdn-b", "par"}, 300, 100, 17_000_000, t0)
+	moves := a.Evaluate(t0.Add(time.Second))
+	if len(moves) != 1 || moves[0].Key != (Key{"cdn-a", "fra"}) || !moves[0].Degraded || moves[0].Best != 18_000_000 {
+		t.Fatalf("moves %v: want cdn-a off for fra alone (6 < 0.5 × 18)", moves)
+	}
+	if got, moved := a.Order([]string{"cdn-a", "cdn-b"}, "fra"); !moved || !slices.Equal(got, []string{"cdn-b", "cdn-a"}) {
+		t.Errorf("fra's order %v", got)
+	}
+	if got, moved := a.Order([]string{"cdn-a", "cdn-b"}, "par"); moved || !slices.Equal(got, []string{"cdn-a", "cdn-b"}) {
+		t.Errorf("par's order %v", got)
+	}
+}
+
+// TestLies (must show): 5 % of sessions reporting 0, or 10 times their
+// throughput, move no cohort: the median is the honest sessions'.
+func TestLies(t *testing.T) {
+	for _, lie := range []uint64{0, 180_000_000} {
+		a := newAgg(t, Config{Floor: 10_000_000, Fraction: 0.5, MinSessions: 30})
+		for _, p := range []string{"cdn-a", "cdn-b"} {
+			fill(a, Key{p, "fra"}, 0, 950, 18_000_000, t0)
+			fill(a, Key{p, "fra"}, 950, 50, lie, t0)
+		}
+		// Only cdn-b's liars: cdn-a's median stays 18 against cdn-b's.
+		if moves := a.Evaluate(t0.Add(time.Second)); len(moves) != 0 {
+			t.Errorf("5%% reporting %d: moves %v", lie, moves)
+		}
+	}
+}
+
+// TestHysteresis (item 2, must show): a median that crosses the floor
+// every 10 s for 10 minutes moves its cohort at most once per Hold, and
+// comes back only after Hold above the floor × (1 + margin).
+func TestHysteresis(t *testing.T) {
+	a := newAgg(t, Config{Floor: 10_000_000, Margin: 0.2, Hold: time.Minute, MinSessions: 30, Window: 10 * time.Second})
+	k := Key{"cdn-a", "fra"}
+	var moves []Move
+	for s := 0; s < 600; s++ {
+		now := t0.Add(time.Duration(s) * time.Second)
+		tp := uint64(13_000_000) // above 12, the recovery threshold
+		if s/10%2 == 1 {
+			tp = 9_000_000
+		}
+		fill(a, k, 0, 40, tp, now)
+		moves = append(moves, a.Evaluate(now)...)
+	}
+	for i := 1; i < len(moves); i++ {
+		if d := moves[i].At.Sub(moves[i-1].At); d < time.Minute {
+			t.Errorf("moves %d and %d are %v apart, under the hold of 1 min", i-1, i, d)
+		}
+	}
+	// Off at the first crossing; back needs 60 s above 12 Mbit/s, which a
+	// median up 10 s at a time never has: one move in all.
+	if len(moves) != 1 || !moves[0].Degraded || moves[0].At != t0.Add(10*time.Second) {
+		t.Errorf("moves %v: want one, off at t0 + 10 s", moves)
+	}
+	// Steadily above 12 for the hold: back.
+	var back []Move
+	for s := 600; s < 700; s++ {
+		now := t0.Add(time.Duration(s) * time.Second)
+		fill(a, k, 0, 40, 13_000_000, now)
+		back = append(back, a.Evaluate(now)...)
+	}
+	if len(back) != 1 || back[0].Degraded || back[0].At.Sub(t0) < 660*time.Second {
+		t.Errorf("recovery %v: want back at t0 + 660 s or after", back)
+	}
+	// Above the floor but below floor × (1 + margin): it stays off.
+	b := newAgg(t, Config{Floor: 10_000_000, Margin: 0.2, Hold: time.Minute, MinSessions: 30})
+	fill(b, k, 0, 40, 9_000_000, t0)
+	b.Evaluate(t0)
+	for s := 1; s < 300; s++ {
+		now := t0.Add(time.Duration(s) * time.Second)
+		fill(b, k, 0, 40, 11_000_000, now)
+		if m := b.Evaluate(now); len(m) != 0 {
+			t.Fatalf("at 11 Mbit/s, under 12: %v", m)
+		}
+	}
+}
+
+// TestBadReports (must show): absurd values are ignored and counted, and
+// never aggregated.
+func TestBadReports(t *testing.T) {
+	a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 1})
+	k := Key{"cdn-a", "fra"}
+	a.Add(k, session(1), 1<<64-1, true, 0, false, t0)
+	a.Add(k, session(2), 1, true, 1<<63, true, t0)
+	a.Add(k, session(3), 0, false, 0, false, t0)
+	a.Ignore("body_malformed")
+	if moves := a.Evaluate(t0); len(moves) != 0 || len(a.Figures()) != 0 {
+		t.Errorf("absurd reports moved %v", moves)
+	}
+	got := a.Ignored()
+	if got["throughput_absurd"] != 1 || got["buffer_absurd"] != 1 || got["no_figure"] != 1 || got["body_malformed"] != 1 {
+		t.Errorf("ignored %v", got)
+	}
+	for _, c := range []Config{{}, {Fraction: 1}, {Floor: 1, Fraction: -0.1}, {Floor: 1, Margin: 11}} {
+		if _, err := New(c); err == nil {
+			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
+
+// TestBelowLowest: apex-steering's rule, a throughput under 1.2 times the
+// lowest variant's bitrate, exactly, to 2^64.
+func TestBelowLowest(t *testing.T) {
+	for _, c := range []struct {
+		t, lowest uint64
+		want      bool
+	}{
+		{1_199_999, 1_000_000, true}, {1_200_000, 1_000_000, false}, {0, 1, true}, {0, 0, false},
+		{1<<64 - 1, 1<<64 - 1, true}, {(1<<64 - 1) / 6 * 6, (1<<64 - 1) / 6 * 5, false},
+		{(1<<64-1)/6*6 - 1, (1<<64 - 1) / 6 * 5, true},
+	} {
+		ref := new(big.Int).Mul(big.NewInt(5), new(big.Int).SetUint64(c.t)).Cmp(new(big.Int).Mul(big.NewInt(6), new(big.Int).SetUint64(c.lowest))) < 0
+		if got := BelowLowest(c.t, c.lowest); got != c.want || got != ref {
+			t.Errorf("BelowLowest(%d, %d) = %v, want %v", c.t, c.lowest, got, c.want)
+		}
+	}
+}
+
+// TestThinComesBack: a pathway whose sessions were moved off has too few
+// left to report; after Hold with too few it comes back to be measured
+// again, and if it is still bad it moves off again, a Hold after.
+func TestThinComesBack(t *testing.T) {
+	a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 30, Hold: time.Minute, Window: time.Minute})
+	k := Key{"cdn-a", "fra"}
+	fill(a, k, 0, 40, 6_000_000, t0)
+	if m := a.Evaluate(t0); len(m) != 1 || !m[0].Degraded {
+		t.Fatalf("off: %v", m)
+	}
+	var moves []Move
+	for s := 1; s <= 200; s++ {
+		now := t0.Add(time.Duration(s) * time.Second)
+		if s > 130 {
+			fill(a, k, 0, 40, 6_000_000, now) // back, and still bad
+		}
+		moves = append(moves, a.Evaluate(now)...)
+	}
+	// The reports of t0 leave the window at t0 + 60 s; thin from then,
+	// back at t0 + 120 s; off again at t0 + 180 s, a Hold after.
+	if len(moves) != 2 || moves[0].Degraded || moves[0].At != t0.Add(120*time.Second) ||
+		!moves[1].Degraded || moves[1].At != t0.Add(180*time.Second) {
+		t.Errorf("moves %v", moves)
+	}
+}
