@@ -69,6 +69,7 @@ type File struct {
 	CohortParam    *string    `toml:"cohort_param"`  // or a query parameter, carried on in the RELOAD-URI
 	Edges          []EdgeFile `toml:"edges"`
 	Rules          []RuleFile `toml:"rules"`
+	QoE            *QoEFile   `toml:"qoe"`
 }
 
 // EdgeFile is one [[steering.edges]] table.
@@ -112,6 +113,7 @@ type Config struct {
 	CohortParam              string
 	Edges                    []Edge
 	Rules                    []Rule
+	QoE                      *QoE // steering by what players report; nil for none
 }
 
 // Edge is one edge of a pool.
@@ -262,6 +264,9 @@ func Read(f *File, named bool) (Config, []Problem) {
 		rule.Cohort = r.Cohort
 		c.Rules = append(c.Rules, rule)
 	}
+	if f.QoE != nil {
+		readQoE(f.QoE, &c, &ps)
+	}
 	// Check's rules over what was read; a key already found wrong as
 	// written is not reported twice.
 	for _, p := range c.Check() {
@@ -333,6 +338,7 @@ func (c *Config) Check() []Problem {
 	}
 	c.checkEdges(&ps)
 	c.checkRules(&ps)
+	c.checkQoE(&ps)
 	return ps
 }
 
@@ -523,6 +529,10 @@ func (c Config) clone() Config {
 		r := &c.Rules[i]
 		r.Priority = slices.Clone(r.Priority)
 		r.Cohort = slices.Clone(r.Cohort)
+	}
+	if c.QoE != nil {
+		q := *c.QoE
+		c.QoE = &q
 	}
 	return c
 }

@@ -175,6 +175,18 @@ func TestBadInput(t *testing.T) {
 		{"[steering]\ncohort_header = \"X-Country\"\nassign = \"buckets\"\n" + edge + "[[steering.rules]]\nbuckets = [1, 12]\npriority = [\"a\"]\ncohort = [\n\"US\\u0001\", #!\n]\n", "rules[0].cohort[0]", "printable ASCII"},
 		{"[steering]\ncohort_header = \"X-Country\"\nassign = \"buckets\"\n" + edge + "[[steering.rules]]\nbuckets = [1, 12]\npriority = [\"a\"]\ncohort = [\"US\",\n\"US\", #!\n]\n", "rules[0].cohort[1]", "in the cohort already"},
 
+		// Issue 17's [steering.qoe].
+		{"[steering]\n[steering.qoe]\nfraction = 0.5\nwindow_s = 0 #!\n", "qoe.window_s", "0 is not 1 to 3600"},
+		{"[steering]\n[steering.qoe]\nfraction = 0.5\nhold_s = 3601 #!\n", "qoe.hold_s", "3601 is not 1 to 3600"},
+		{"[steering]\n[steering.qoe]\nfraction = 0.5\nmin_sessions = 0 #!\n", "qoe.min_sessions", "0 is not 1 to 1 000 000"},
+		{"[steering]\n[steering.qoe]\nfloor_bps = -1 #!\n", "qoe.floor_bps", "-1 is not 0 to"},
+		{"[steering]\n[steering.qoe]\nlowest_bps = 9223372036854775807 #!\n", "qoe.lowest_bps", "9223372036854775807 is not 0 to 1 000 000 000 000"},
+		{"[steering]\n[steering.qoe]\nfraction = 1.0 #!\n", "qoe.fraction", "is not 0 to 1"},
+		{"[steering]\n[steering.qoe]\nfraction = nan #!\n", "qoe.fraction", "NaN is not 0 to 1"},
+		{"[steering]\n[steering.qoe]\nfraction = 0.5\nmargin = -0.1 #!\n", "qoe.margin", "is not 0 to 10"},
+		{"[steering]\n[steering.qoe] #!\nwindow_s = 30\n", "qoe", "nothing would ever move"},
+		{"[steering]\nttl_s = 60\n[steering.qoe]\nfraction = 0.5\nshort_ttl_s = 61 #!\n", "qoe.short_ttl_s", "61 is not 1 to 60 (ttl_s)"},
+
 		{"[[pool]] #!\npath = \"/p\"\n", "name", "needs a name"},
 		{"[[pool]] #!\nname = \"p\"\n", "path", "needs a path"},
 		{"[[pool]]\nname = \"a b\" #!\npath = \"/p\"\n", "name", "has a space"},

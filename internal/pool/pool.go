@@ -22,6 +22,9 @@ type Pool struct {
 	// mu orders the writers, which build a new state from the current one.
 	mu    sync.Mutex
 	state atomic.Pointer[state]
+	// behind is the QoE moves by cohort (SetBehind), kept across every
+	// change of state; under mu.
+	behind map[string][]string
 }
 
 // EdgeState is the operator's view of one edge: First counts the manifests
@@ -58,6 +61,8 @@ type shape struct {
 	hosted []int32   // the edges with a clone, in the order written
 
 	head    string // `{"VERSION":1,"TTL":<ttl>,"RELOAD-URI":"` and the public_url, when set
+	// headShort is head with the QoE's short TTL, when the pool has QoE.
+	headShort string
 	public  bool
 	pathQ   string // the path and `?session=`
 	cohortQ string // `&<cohort_param>=`, when set
@@ -78,6 +83,7 @@ type state struct {
 	rankable    []int32   // the listed edges of weight above 0
 	tail        []int32   // the listed edges of weight 0, in the order written
 	rulePrio    [][]int32 // by rule: its priority less the edges not listed
+	behind      map[string][]bool // by cohort: the edges a QoE move put behind, by index
 }
 
 // New makes a pool of c, every edge up. key is the server's secret under
@@ -97,7 +103,7 @@ func New(c Config, key [16]byte) (*Pool, error) {
 	var start [8]byte
 	rand.Read(start[:])
 	p.next.Store(binary.LittleEndian.Uint64(start[:]))
-	p.state.Store(newState(newShape(c.clone(), nil)))
+	p.state.Store(p.newState(newShape(c.clone(), nil)))
 	return p, nil
 }
 
@@ -126,7 +132,7 @@ func (p *Pool) SetUp(pathway string, up bool) bool {
 		return false
 	}
 	sh.runs[i].up = up
-	p.state.Store(newState(sh))
+	p.state.Store(p.newState(sh))
 	return true
 }
 
@@ -152,7 +158,7 @@ func (p *Pool) Drain(pathway string, drained bool) error {
 	}
 	if sh.runs[i].drained != drained {
 		sh.runs[i].drained = drained
-		p.state.Store(newState(sh))
+		p.state.Store(p.newState(sh))
 	}
 	return nil
 }
@@ -174,7 +180,7 @@ func (p *Pool) SetWeight(pathway string, w uint32) error {
 	}
 	c := sh.cfg.clone()
 	c.Edges[i].Weight = w
-	p.state.Store(newState(newShape(c, sh)))
+	p.state.Store(p.newState(newShape(c, sh)))
 	return nil
 }
 
@@ -188,7 +194,7 @@ func (p *Pool) Reconfigure(c Config) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.state.Store(newState(newShape(c.clone(), p.state.Load().shape)))
+	p.state.Store(p.newState(newShape(c.clone(), p.state.Load().shape)))
 	return nil
 }
 
@@ -237,12 +243,18 @@ func newShape(c Config, old *shape) *shape {
 		}
 	}
 
-	head := []byte(`{"VERSION":1,"TTL":` + strconv.Itoa(c.TTL) + `,"RELOAD-URI":"`)
-	if c.PublicURL != "" {
-		sh.public = true
-		head = appendJSONEscaped(head, c.PublicURL)
+	headOf := func(ttl int) string {
+		head := []byte(`{"VERSION":1,"TTL":` + strconv.Itoa(ttl) + `,"RELOAD-URI":"`)
+		if c.PublicURL != "" {
+			head = appendJSONEscaped(head, c.PublicURL)
+		}
+		return string(head)
 	}
-	sh.head = string(head)
+	sh.public = c.PublicURL != ""
+	sh.head = headOf(c.TTL)
+	if c.QoE != nil {
+		sh.headShort = headOf(c.QoE.ShortTTL)
+	}
 	sh.pathQ = string(appendJSONEscaped(nil, c.Path)) + "?session="
 	if c.CohortParam != "" {
 		sh.cohortQ = "&" + string(appendJSONEscaped(nil, c.CohortParam)) + "="
@@ -290,10 +302,26 @@ func (sh *shape) lookup(pathway string) (int32, bool) {
 	return i, ok
 }
 
+// SetBehind replaces the QoE moves: for each cohort ("" for the sessions
+// without one), the pathways its sessions' orders put behind the others.
+// A pathway of no edge is skipped; nil clears every move.
+func (p *Pool) SetBehind(behind map[string][]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.behind = make(map[string][]string, len(behind))
+	for c, ids := range behind {
+		if len(ids) > 0 {
+			p.behind[c] = slices.Clone(ids)
+		}
+	}
+	p.state.Store(p.newState(p.state.Load().shape))
+}
+
 // newState lists the edges the manifest names under the runs' health:
 // the healthy edges; with none, those not drained; with none of those
-// either, every edge, so that a manifest is never empty.
-func newState(sh *shape) *state {
+// either, every edge, so that a manifest is never empty. The QoE moves are
+// p.behind's; p.mu is held (or p is new).
+func (p *Pool) newState(sh *shape) *state {
 	n := len(sh.runs)
 	st := &state{shape: sh, up: make([]bool, n), drained: make([]bool, n)}
 	healthy, undrained := 0, 0
@@ -333,6 +361,25 @@ func newState(sh *shape) *state {
 			}
 		}
 		st.rulePrio[ri] = slices.Clip(st.rulePrio[ri])
+	}
+	if sh.cfg.QoE != nil {
+		for c, ids := range p.behind {
+			var b []bool
+			for _, id := range ids {
+				if i, ok := sh.index[id]; ok {
+					if b == nil {
+						b = make([]bool, n)
+					}
+					b[i] = true
+				}
+			}
+			if b != nil {
+				if st.behind == nil {
+					st.behind = map[string][]bool{}
+				}
+				st.behind[c] = b
+			}
+		}
 	}
 	return st
 }

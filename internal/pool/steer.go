@@ -20,6 +20,13 @@ type Request struct {
 	RawQuery string // the query as sent, without '?'
 	Cohort   string // the cohort_header's value, "" when none or not configured
 	Base     string // "scheme://host" the request reached, used when PublicURL is ""
+	// Away is the pathway the client is on when the per-client rule moves
+	// it off (QoE.Lowest): that edge goes behind the others; "" for none.
+	Away string
+
+	// TTL is set by Steer and Order: the TTL the manifest states, the
+	// short one when a QoE move shaped the order.
+	TTL int
 }
 
 // smallPool is the most edges whose scratch lives on Steer's stack.
@@ -64,9 +71,14 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 		sc = scratches.Get().(*scratch)
 		defer scratches.Put(sc)
 	}
-	out, skip, s, bucket, carried := p.order(st, req, &q, dst[len(dst):len(dst)+32], cbuf[:0], outA[:0], keysA[:0], skipA[:], sc)
+	out, skip, s, bucket, carried, short := p.order(st, req, &q, dst[len(dst):len(dst)+32], cbuf[:0], outA[:0], keysA[:0], skipA[:], sc)
 
 	m := append(dst, st.head...)
+	req.TTL = st.cfg.TTL
+	if short {
+		m = append(dst, st.headShort...)
+		req.TTL = st.cfg.QoE.ShortTTL
+	}
 	if !st.public {
 		m = appendJSONEscaped(m, req.Base)
 	}
@@ -120,27 +132,35 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 // order is the session's order of the listed edges (indices into the
 // configuration's edges), and skip marks them; with the session (kept or
 // minted, sessionOf), its bucket, and the cohort the RELOAD-URI carries on
-// (in cbuf). The other arguments are scratch: scratch32 for AES, the
-// stack's arrays, and sc for a pool larger than smallPool.
-func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte) {
+// (in cbuf); short when a QoE move shaped it (the cohort has pathways
+// behind, or req.Away moved one). The other arguments are scratch:
+// scratch32 for AES, the stack's arrays, and sc for a pool larger than
+// smallPool.
+func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte, short bool) {
 	n := len(st.runs)
 	s, bucket = p.sessionOf(st, q, scratch32)
 
 	// The cohort: the header's each request, or the parameter's, which the
 	// RELOAD-URI carries on; a value no cohort could hold is none.
 	cohort := int32(-1)
+	var behind []bool // the QoE moves of the session's cohort
 	switch {
 	case st.cfg.CohortHeader != "":
 		if id, ok := st.cohortIDs[req.Cohort]; ok {
 			cohort = id
 		}
+		behind = st.behind[req.Cohort]
 	case q.hasCohort:
 		if v, ok := unescape(cbuf[:0], q.cohort); ok && validCohort(v) {
 			carried = v
 			if id, ok := st.cohortIDs[string(v)]; ok {
 				cohort = id
 			}
+				behind = st.behind[string(v)]
 		}
+	}
+	if carried == nil && st.cfg.CohortHeader == "" {
+		behind = st.behind[""] // no cohort: the sessions without one are a cohort too
 	}
 
 	var keys []ranked
@@ -175,7 +195,35 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 			skip[i>>6] |= 1 << (i & 63)
 		}
 	}
-	return out, skip, s, bucket, carried
+	if behind != nil {
+		behindLast(out, func(i int32) bool { return behind[i] })
+		short = true
+	}
+	if req.Away != "" && st.cfg.QoE != nil {
+		if a, ok := st.index[req.Away]; ok && len(out) > 1 {
+			behindLast(out, func(i int32) bool { return i == a })
+			short = true
+		}
+	}
+	return out, skip, s, bucket, carried, short
+}
+
+// behindLast moves the edges of out that bad holds behind the others,
+// each part in its order (a stable partition, in place). With every edge
+// bad, out stays as it is.
+func behindLast(out []int32, bad func(int32) bool) {
+	var tailA [smallPool]int32
+	tail := tailA[:0]
+	k := 0
+	for _, i := range out {
+		if bad(i) {
+			tail = append(tail, i)
+		} else {
+			out[k] = i
+			k++
+		}
+	}
+	copy(out[k:], tail)
 }
 
 // Opening is a session's order, for a player that is not sent a manifest
@@ -201,7 +249,11 @@ func (p *Pool) Order(req *Request) (Opening, bool) {
 	var scratch32 [32]byte
 	cbuf := make([]byte, 0, maxCohortLen)
 	sc := &scratch{}
-	out, _, s, bucket, carried := p.order(st, req, &q, scratch32[:], cbuf, nil, nil, nil, sc)
+	out, _, s, bucket, carried, short := p.order(st, req, &q, scratch32[:], cbuf, nil, nil, nil, sc)
+	req.TTL = st.cfg.TTL
+	if short {
+		req.TTL = st.cfg.QoE.ShortTTL
+	}
 	o := Opening{Session: s, Order: make([]string, len(out))}
 	for j, i := range out {
 		o.Order[j] = st.cfg.Edges[i].Pathway
