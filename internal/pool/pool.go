@@ -60,12 +60,12 @@ type shape struct {
 	clone  []string  // the edge's PATHWAY-CLONES entry; "" when it has none
 	hosted []int32   // the edges with a clone, in the order written
 
-	head    string // `{"VERSION":1,"TTL":<ttl>,"RELOAD-URI":"` and the public_url, when set
+	head string // `{"VERSION":1,"TTL":<ttl>,"RELOAD-URI":"` and the public_url, when set
 	// headShort is head with the QoE's short TTL, when the pool has QoE.
 	headShort string
-	public  bool
-	pathQ   string // the path and `?session=`
-	cohortQ string // `&<cohort_param>=`, when set
+	public    bool
+	pathQ     string // the path and `?session=`
+	cohortQ   string // `&<cohort_param>=`, when set
 
 	buckets     bool
 	byBucket    [][]int32 // by bucket−1: the rules whose range holds it, in order, up to the first for every session
@@ -80,9 +80,9 @@ type shape struct {
 type state struct {
 	*shape
 	up, drained []bool
-	rankable    []int32   // the listed edges of weight above 0
-	tail        []int32   // the listed edges of weight 0, in the order written
-	rulePrio    [][]int32 // by rule: its priority less the edges not listed
+	rankable    []int32           // the listed edges of weight above 0
+	tail        []int32           // the listed edges of weight 0, in the order written
+	rulePrio    [][]int32         // by rule: its priority less the edges not listed
 	behind      map[string][]bool // by cohort: the edges a QoE move put behind, by index
 }
 

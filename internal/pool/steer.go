@@ -156,7 +156,7 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 			if id, ok := st.cohortIDs[string(v)]; ok {
 				cohort = id
 			}
-				behind = st.behind[string(v)]
+			behind = st.behind[string(v)]
 		}
 	}
 	if carried == nil && st.cfg.CohortHeader == "" {
