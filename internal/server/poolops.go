@@ -81,7 +81,7 @@ type PoolView struct {
 	TTLs    int          `json:"ttl_s"`
 	Assign  string       `json:"assign"`
 	Edges   []EdgeView   `json:"edges"`
-	Changes []edgeChange `json:"changes"` // the latest, oldest first
+	Changes []edgeChange `json:"changes"`       // the latest, oldest first
 	QoE     *QoEView     `json:"qoe,omitempty"` // with [steering.qoe]
 }
 

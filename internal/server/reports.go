@@ -228,4 +228,3 @@ func cohortHeaderOf(r *http.Request, name string) string {
 	}
 	return ""
 }
-

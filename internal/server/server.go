@@ -18,10 +18,10 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/pool"
-	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
 )
 
