@@ -64,7 +64,7 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 		Path: pool.DefaultPath, TTL: int(ttl / time.Second), CheckEvery: time.Second, CheckTimeout: time.Second, DownAfter: 2,
 		Assign: pool.AssignRendezvous, Buckets: 12, CohortHeader: "X-Region",
 		Edges: []pool.Edge{{Pathway: "cdn-a", Weight: 1}, {Pathway: "cdn-b", Weight: 1}},
-		QoE: &pool.QoE{Config: qoe.Config{Window: time.Minute, MinSessions: 100, Fraction: 0.5, Margin: 0.2, Hold: time.Minute}, ShortTTL: 30},
+		QoE:   &pool.QoE{Config: qoe.Config{Window: time.Minute, MinSessions: 100, Fraction: 0.5, Margin: 0.2, Hold: time.Minute}, ShortTTL: 30},
 	}
 	srv, err := New(context.Background(), Config{
 		Pools: []pool.Config{c}, Clock: func() uint64 { return uint64(clock.Load()) },
