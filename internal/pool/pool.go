@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/waisteer/waisteer/report/qoe"
 )
 
 // Pool is a pool at run time. Its methods are safe for concurrent use;
@@ -24,7 +26,7 @@ type Pool struct {
 	state atomic.Pointer[state]
 	// behind is the QoE moves by cohort (SetBehind), kept across every
 	// change of state; under mu.
-	behind map[string][]string
+	behind map[string]qoe.Moved
 }
 
 // EdgeState is the operator's view of one edge: First counts the manifests
@@ -83,7 +85,7 @@ type state struct {
 	rankable    []int32           // the listed edges of weight above 0
 	tail        []int32           // the listed edges of weight 0, in the order written
 	rulePrio    [][]int32         // by rule: its priority less the edges not listed
-	behind      map[string][]bool // by cohort: the edges a QoE move put behind, by index
+	behind      map[string][]uint8 // by cohort: by index, the edges a QoE move put behind (isBehind), or behind but for the probe share (isProbed)
 }
 
 // New makes a pool of c, every edge up. key is the server's secret under
@@ -303,19 +305,26 @@ func (sh *shape) lookup(pathway string) (int32, bool) {
 }
 
 // SetBehind replaces the QoE moves: for each cohort ("" for the sessions
-// without one), the pathways its sessions' orders put behind the others.
-// A pathway of no edge is skipped; nil clears every move.
-func (p *Pool) SetBehind(behind map[string][]string) {
+// without one), the pathways its sessions' orders put behind the others,
+// but for the probe share's sessions on the pathways being probed. A
+// pathway of no edge is skipped; nil clears every move.
+func (p *Pool) SetBehind(behind map[string]qoe.Moved) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.behind = make(map[string][]string, len(behind))
-	for c, ids := range behind {
-		if len(ids) > 0 {
-			p.behind[c] = slices.Clone(ids)
+	p.behind = make(map[string]qoe.Moved, len(behind))
+	for c, m := range behind {
+		if len(m.Behind) > 0 {
+			p.behind[c] = qoe.Moved{Behind: slices.Clone(m.Behind), Probing: slices.Clone(m.Probing)}
 		}
 	}
 	p.state.Store(p.newState(p.state.Load().shape))
 }
+
+// The marks of state.behind.
+const (
+	isBehind uint8 = 1
+	isProbed uint8 = 2
+)
 
 // newState lists the edges the manifest names under the runs' health:
 // the healthy edges; with none, those not drained; with none of those
@@ -363,19 +372,22 @@ func (p *Pool) newState(sh *shape) *state {
 		st.rulePrio[ri] = slices.Clip(st.rulePrio[ri])
 	}
 	if sh.cfg.QoE != nil {
-		for c, ids := range p.behind {
-			var b []bool
-			for _, id := range ids {
+		for c, m := range p.behind {
+			var b []uint8
+			for _, id := range m.Behind {
 				if i, ok := sh.index[id]; ok {
 					if b == nil {
-						b = make([]bool, n)
+						b = make([]uint8, n)
 					}
-					b[i] = true
+					b[i] = isBehind
+					if slices.Contains(m.Probing, id) {
+						b[i] = isProbed
+					}
 				}
 			}
 			if b != nil {
 				if st.behind == nil {
-					st.behind = map[string][]bool{}
+					st.behind = map[string][]uint8{}
 				}
 				st.behind[c] = b
 			}

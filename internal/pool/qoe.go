@@ -33,6 +33,7 @@ type QoEFile struct {
 	HoldS       *int64   `toml:"hold_s"`
 	ShortTTLs   *int64   `toml:"short_ttl_s"`
 	LowestBps   *int64   `toml:"lowest_bps"`
+	ProbeShare  *float64 `toml:"probe_share"`
 }
 
 // The QoE table's defaults (the multi-CDN seed: a 60 s aggregation window;
@@ -45,10 +46,10 @@ const (
 )
 
 // readQoE reads the table into c.QoE, its defaults filled: window_s 60,
-// min_sessions 30, margin 0.2, hold_s 60, short_ttl_s 30 (or the pool's
-// TTL when shorter).
+// min_sessions 30, margin 0.2, hold_s 60, probe_share 0.2, short_ttl_s 30
+// (or the pool's TTL when shorter).
 func readQoE(f *QoEFile, c *Config, ps *problems) {
-	q := &QoE{Config: qoe.Config{Window: time.Minute, MinSessions: 30, Margin: 0.2, Hold: time.Minute}, ShortTTL: -1}
+	q := &QoE{Config: qoe.Config{Window: time.Minute, MinSessions: 30, Margin: 0.2, Hold: time.Minute, ProbeShare: 0.2}, ShortTTL: -1}
 	if f.WindowS != nil {
 		ps.inRange("qoe.window_s", *f.WindowS, 1, int64(maxWindow/time.Second))
 		q.Window = time.Duration(clamp(*f.WindowS, -1e6, 1e6)) * time.Second
@@ -66,6 +67,9 @@ func readQoE(f *QoEFile, c *Config, ps *problems) {
 	}
 	if f.Margin != nil {
 		q.Margin = *f.Margin
+	}
+	if f.ProbeShare != nil {
+		q.ProbeShare = *f.ProbeShare
 	}
 	if f.HoldS != nil {
 		ps.inRange("qoe.hold_s", *f.HoldS, 1, int64(maxWindow/time.Second))
@@ -109,6 +113,8 @@ func (c *Config) checkQoE(ps *problems) {
 		ps.add("qoe.fraction", "%v is not 0 to 1 (less than 1): a pathway below this fraction of the cohort's best moves", q.Fraction)
 	case math.IsNaN(q.Margin) || q.Margin < 0 || q.Margin > 10:
 		ps.add("qoe.margin", "%v is not 0 to 10", q.Margin)
+	case math.IsNaN(q.ProbeShare) || q.ProbeShare < 0 || q.ProbeShare > 1:
+		ps.add("qoe.probe_share", "%v is not 0 to 1", q.ProbeShare)
 	case q.Floor == 0 && q.Fraction == 0 && q.Lowest == 0:
 		ps.add("qoe", "neither floor_bps, fraction nor lowest_bps is set: nothing would ever move")
 	}

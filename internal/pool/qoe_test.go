@@ -9,15 +9,15 @@ import (
 )
 
 // TestQoEDefaults: [steering.qoe] with only a fraction reads the seed's
-// 60 s window, 30 sessions, a margin of 0.2, a 60 s hold and a 30 s short
-// TTL; with a pool TTL below 30 s, the short TTL is the pool's.
+// 60 s window, 30 sessions, a margin of 0.2, a 60 s hold, a probe share of
+// 0.2 and a 30 s short TTL; with a pool TTL below 30 s, the short TTL is the pool's.
 func TestQoEDefaults(t *testing.T) {
 	_, v := decodeFile(t, "[steering]\n[steering.qoe]\nfraction = 0.5\n")
 	c, ps := Read(v.Steering, false)
 	if len(ps) > 0 {
 		t.Fatal(ps)
 	}
-	want := QoE{Config: qoe.Config{Window: time.Minute, MinSessions: 30, Fraction: 0.5, Margin: 0.2, Hold: time.Minute}, ShortTTL: 30}
+	want := QoE{Config: qoe.Config{Window: time.Minute, MinSessions: 30, Fraction: 0.5, Margin: 0.2, Hold: time.Minute, ProbeShare: 0.2}, ShortTTL: 30}
 	if c.QoE == nil || *c.QoE != want {
 		t.Fatalf("read %+v, want %+v", c.QoE, want)
 	}
@@ -75,7 +75,7 @@ func TestSetBehind(t *testing.T) {
 			before[cohort] = append(before[cohort], m.Priority)
 		}
 	}
-	p.SetBehind(map[string][]string{"fra": {"a", "zz"}})
+	p.SetBehind(map[string]qoe.Moved{"fra": {Behind: []string{"a", "zz"}}})
 	check := func(what string, cohort string, ttl int, bad ...string) {
 		t.Helper()
 		for i := range n {
@@ -103,15 +103,36 @@ func TestSetBehind(t *testing.T) {
 	p.SetUp("b", true)
 
 	// The sessions without a cohort are the cohort "".
-	p.SetBehind(map[string][]string{"": {"b", "c"}})
+	p.SetBehind(map[string]qoe.Moved{"": {Behind: []string{"b", "c"}}})
 	check("b and c behind for no cohort", "", 30, "b", "c")
 	check("fra back", "fra", 300)
 
 	// Every listed edge degraded: the order stays as it was.
-	p.SetBehind(map[string][]string{"par": {"a", "b", "c", "d"}})
+	p.SetBehind(map[string]qoe.Moved{"par": {Behind: []string{"a", "b", "c", "d"}}})
 	check("all behind", "par", 30)
 	p.SetBehind(nil)
 	check("cleared", "par", 300)
+
+	// Probing: a is behind but for the probe share (0.2 of the sessions:
+	// those whose first byte is below 51.2, by the qoe package's text),
+	// whose orders keep it where it was; b stays behind for every session.
+	p.SetBehind(map[string]qoe.Moved{"fra": {Behind: []string{"a", "b"}, Probing: []string{"a"}}})
+	probed := 0
+	for i := range n {
+		s := refSession(t, testKey, uint64(i), 0)
+		m, _ := req(s, "fra")
+		want := partitioned(before["fra"][i], "a", "b")
+		if s[0] <= 51 {
+			want = partitioned(before["fra"][i], "b")
+			probed++
+		}
+		if !slices.Equal(m.Priority, want) || m.TTL != 30 {
+			t.Fatalf("probing a: session %d (first byte %d): %q TTL %d, want %q", i, s[0], m.Priority, m.TTL, want)
+		}
+	}
+	if probed < n/10 || probed > n*3/10 {
+		t.Errorf("%d of %d sessions probed, want about a fifth", probed, n)
+	}
 }
 
 // TestAway: the per-client rule's request (Request.Away) puts the client's

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/report/qoe"
 )
 
 // The manifest's fixed pieces, in the order of its members.
@@ -143,7 +146,7 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 	// The cohort: the header's each request, or the parameter's, which the
 	// RELOAD-URI carries on; a value no cohort could hold is none.
 	cohort := int32(-1)
-	var behind []bool // the QoE moves of the session's cohort
+	var behind []uint8 // the QoE moves of the session's cohort
 	switch {
 	case st.cfg.CohortHeader != "":
 		if id, ok := st.cohortIDs[req.Cohort]; ok {
@@ -196,7 +199,8 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 		}
 	}
 	if behind != nil {
-		behindLast(out, func(i int32) bool { return behind[i] })
+		probe := qoe.InProbe(report.Session(s), st.cfg.QoE.Share())
+		behindLast(out, func(i int32) bool { return behind[i] == isBehind || behind[i] == isProbed && !probe })
 		short = true
 	}
 	if req.Away != "" && st.cfg.QoE != nil {

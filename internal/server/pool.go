@@ -315,21 +315,28 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 
 // awayOf is the per-client rule (apex-steering's): the pathway a client
 // reports a throughput below 1.2 times the lowest variant's bitrate on is
-// put behind the others, for this manifest and, for the sessions this
-// server minted, until the QoE's hold has passed; "" for none.
+// put behind the others, for this manifest and, for a session this server
+// minted, until the QoE's hold has passed; "" for none. A client kept away
+// already stays as it is until then: if the next pathway is slow for it
+// too, its own link is the likelier cause, and sending it back would only
+// swap the pathway it is kept from. A throughput of 0 is no measurement
+// (a player that timed nothing, as dash.js's CMCD mtp before its first
+// segment), and moves no one.
 func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, at time.Time) string {
 	ps, has := ph.p.SessionOf(req)
 	s := report.Session(ps)
+	if has {
+		if id := ph.away.of(s, at); id != "" {
+			return id
+		}
+	}
 	if rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
-		int(rep.Pathway) < len(rt.ids) && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest) {
+		int(rep.Pathway) < len(rt.ids) && rep.Throughput > 0 && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest) {
 		id := rt.ids[rep.Pathway]
 		if has {
 			ph.away.keep(s, id, at.Add(rt.qoe.Hold))
 		}
 		return id
-	}
-	if has {
-		return ph.away.of(s, at)
 	}
 	return ""
 }

@@ -21,13 +21,13 @@ import (
 // moves applied by the steerer (a pool's orders, a room's overlay policy).
 type qoeWatch struct {
 	agg   *qoe.Aggregator
-	apply func(behind map[string][]string)
+	apply func(behind map[string]qoe.Moved)
 	label string
 	limit *reportLimits
 	moves counterMap[string] // by pathway, cohort and "behind" or "back", NUL-separated
 }
 
-func newQoEWatch(agg *qoe.Aggregator, label string, apply func(map[string][]string)) *qoeWatch {
+func newQoEWatch(agg *qoe.Aggregator, label string, apply func(map[string]qoe.Moved)) *qoeWatch {
 	return &qoeWatch{agg: agg, apply: apply, label: label, limit: newReportLimits()}
 }
 
@@ -40,7 +40,10 @@ func (s *Server) evaluate(w *qoeWatch, now time.Time) []qoe.Move {
 	}
 	for _, m := range moves {
 		verb, to := "QoE: a pathway moved back", "back"
-		if m.Degraded {
+		switch {
+		case m.Probing:
+			verb, to = "QoE: a pathway given back to a probe share of its cohort", "probe"
+		case m.Degraded:
 			verb, to = "QoE: a pathway moved behind the others", "behind"
 		}
 		w.moves.add(m.Key.Pathway + "\x00" + m.Key.Cohort + "\x00" + to)
@@ -185,6 +188,7 @@ type QoESettings struct {
 	Fraction    float64 `json:"fraction"`
 	Margin      float64 `json:"margin"`
 	HoldS       float64 `json:"hold_s"`
+	ProbeShare  float64 `json:"probe_share"`
 }
 
 // QoECell is one pathway in one cohort.
@@ -198,7 +202,7 @@ type QoECell struct {
 	Throughput     [3]uint64  `json:"throughput_bps"`
 	WithBuffer     int        `json:"with_buffer"`
 	Buffer         [3]uint64  `json:"buffer_ms"`
-	State          string     `json:"state"` // "ok" or "degraded"
+	State          string     `json:"state"` // "ok", "degraded", or "probing" (degraded but for the probe share)
 	LastMove       *time.Time `json:"last_move"`
 }
 
@@ -207,7 +211,7 @@ type QoEMove struct {
 	At       time.Time `json:"at"`
 	Pathway  string    `json:"pathway"`
 	Cohort   string    `json:"cohort"`
-	To       string    `json:"to"` // "behind" or "back"
+	To       string    `json:"to"` // "behind", "probe" or "back"
 	Median   uint64    `json:"median_bps"`
 	Best     uint64    `json:"best_bps"`
 	Sessions int       `json:"sessions"`
@@ -217,13 +221,16 @@ type QoEMove struct {
 func (w *qoeWatch) view() *QoEView {
 	c := w.agg.Config()
 	v := &QoEView{
-		Settings: QoESettings{WindowS: c.Window.Seconds(), MinSessions: c.MinSessions, FloorBps: c.Floor, Fraction: c.Fraction, Margin: c.Margin, HoldS: c.Hold.Seconds()},
+		Settings: QoESettings{WindowS: c.Window.Seconds(), MinSessions: c.MinSessions, FloorBps: c.Floor, Fraction: c.Fraction, Margin: c.Margin, HoldS: c.Hold.Seconds(), ProbeShare: c.ProbeShare},
 		Cells:    []QoECell{}, Moves: []QoEMove{}, Ignored: w.agg.Ignored(),
 	}
 	for _, f := range w.agg.Figures() {
 		cell := QoECell{Pathway: f.Pathway, Cohort: f.Cohort, Sessions: f.Sessions, WithThroughput: f.WithT, Throughput: f.Throughput,
 			WithBuffer: f.WithB, Buffer: f.Buffer, State: "ok"}
-		if f.Degraded {
+		switch {
+		case f.Probing:
+			cell.State = "probing"
+		case f.Degraded:
 			cell.State = "degraded"
 		}
 		if !f.LastMove.IsZero() {
@@ -234,7 +241,10 @@ func (w *qoeWatch) view() *QoEView {
 	}
 	for _, m := range w.agg.Moves() {
 		to := "back"
-		if m.Degraded {
+		switch {
+		case m.Probing:
+			to = "probe"
+		case m.Degraded:
 			to = "behind"
 		}
 		v.Moves = append(v.Moves, QoEMove{At: m.At.UTC(), Pathway: m.Key.Pathway, Cohort: m.Key.Cohort, To: to, Median: m.Median, Best: m.Best, Sessions: m.Sessions, Reason: m.Reason})
@@ -281,14 +291,14 @@ func (s *Server) writeQoEMetrics(b *bytes.Buffer) {
 			}
 		}
 	})
-	cells("waisteer_qoe_degraded", "gauge", "1 while a pathway is moved behind the others for a cohort.", func(f qoe.Figures, b *bytes.Buffer, l string) {
+	cells("waisteer_qoe_degraded", "gauge", "1 while a pathway is moved behind the others for a cohort (but for its probe share while probing).", func(f qoe.Figures, b *bytes.Buffer, l string) {
 		d := 0
 		if f.Degraded {
 			d = 1
 		}
 		fmt.Fprintf(b, "waisteer_qoe_degraded{%s} %d\n", l, d)
 	})
-	b.WriteString("# HELP waisteer_qoe_moves_total Moves of a pathway for a cohort, behind the others or back.\n# TYPE waisteer_qoe_moves_total counter\n")
+	b.WriteString("# HELP waisteer_qoe_moves_total Moves of a pathway for a cohort: behind the others, back for a probe share, or back.\n# TYPE waisteer_qoe_moves_total counter\n")
 	for _, r := range rows {
 		ks, vs := r.w.moves.sorted()
 		for i, k := range ks {

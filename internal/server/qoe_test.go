@@ -62,6 +62,10 @@ func TestPerClientRule(t *testing.T) {
 		}},
 	} {
 		m := e.firstOn("cdn-a")
+		// A throughput of 0 is no measurement: the order holds.
+		if next := e.steer(m.Reload + tc.report("cdn-a", 0)); !slices.Equal(next.Priority, m.Priority) || next.TTL != 60 {
+			t.Errorf("%s: reporting 0: %s", tc.name, next.raw)
+		}
 		// At exactly 1.2 × lowest the order holds.
 		if next := e.steer(m.Reload + tc.report("cdn-a", 1_200_000)); !slices.Equal(next.Priority, m.Priority) || next.TTL != 60 {
 			t.Errorf("%s: at 1.2 × lowest: %s", tc.name, next.raw)
@@ -70,10 +74,13 @@ func TestPerClientRule(t *testing.T) {
 		if !slices.Equal(next.Priority, []string{"cdn-b", "cdn-a"}) || next.TTL != 10 || next.session(t) != m.session(t) {
 			t.Fatalf("%s: below 1.2 × lowest: %s, want cdn-b first with TTL 10", tc.name, next.raw)
 		}
-		// On cdn-b now, reporting it well: kept off cdn-a for the hold.
-		again := e.steer(next.Reload + tc.report("cdn-b", 9_000_000))
-		if !slices.Equal(again.Priority, []string{"cdn-b", "cdn-a"}) || again.TTL != 10 {
-			t.Errorf("%s: on cdn-b after the move: %s, want it kept off cdn-a", tc.name, again.raw)
+		// On cdn-b now, reporting it well, or slow too (its own link):
+		// kept off cdn-a for the hold either way, never swapped back.
+		for _, bps := range []uint64{9_000_000, 500_000} {
+			again := e.steer(next.Reload + tc.report("cdn-b", bps))
+			if !slices.Equal(again.Priority, []string{"cdn-b", "cdn-a"}) || again.TTL != 10 {
+				t.Errorf("%s: on cdn-b after the move, reporting %d: %s, want it kept off cdn-a", tc.name, bps, again.raw)
+			}
 		}
 	}
 	if v := e.view(); v.QoE == nil || v.QoE.KeptAway == nil || *v.QoE.KeptAway != 3 {
@@ -296,13 +303,14 @@ func TestRoomQoE(t *testing.T) {
 		}
 	}
 	// No more reports: thin after the window (the room clock moved on
-	// 3 s), back after the hold.
+	// 3 s), and after the hold given back to be measured again: to every
+	// session, since a room's policy holds for all of them.
 	e.clock.Add(3_000_000)
 	e.srv.evaluateQoE(context.Background())
 	e.clock.Add(1_000_000)
 	e.srv.evaluateQoE(context.Background())
 	waitFor(t, 5*time.Second, "the operator's policy again", func() bool { return e.status().Policy.Digest == operator })
-	if st := e.status(); len(st.QoE.Moves) != 2 || st.QoE.Moves[1].To != "back" || st.QoE.Moves[1].Pathway != victim {
+	if st := e.status(); len(st.QoE.Moves) != 2 || st.QoE.Moves[1].To != "probe" || st.QoE.Moves[1].Pathway != victim {
 		t.Errorf("moves %+v", st.QoE.Moves)
 	}
 	m := e.steer("/v1/steer", nil)

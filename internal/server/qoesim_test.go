@@ -41,6 +41,8 @@ type workedResult struct {
 	kept                int // manifests to an affected session after detection that kept cdn-a first
 	otherMoved          int // sessions of par whose first pathway changed, and moves of par's cells
 	movedBefore         int // moves before the drop
+	probed              int // affected sessions sent back to cdn-a after their move (the probe share)
+	endState            string
 	requests            int
 	wall                time.Duration
 }
@@ -50,7 +52,7 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 	const (
 		ttl  = 60 * time.Second
 		drop = 8 * time.Minute
-		end  = 12 * time.Minute
+		end  = 15 * time.Minute
 		tick = 100 * time.Millisecond
 	)
 	was := qoeEvery
@@ -156,6 +158,8 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 				res.lastMoved = max(res.lastMoved, now-drop)
 			case v.affected && v.moved == 0 && res.detected >= 0:
 				res.kept++
+			case v.affected && v.moved > 0 && first == "cdn-a" && v.pathway != "cdn-a":
+				res.probed++
 			}
 			v.pathway = first
 			v.reload = strings.TrimPrefix(m.Reload, "http://example.com")
@@ -166,6 +170,14 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 		}
 	}
 	res.wall = time.Since(began)
+	for _, f := range w.agg.Figures() {
+		if f.Key == (qoe.Key{Pathway: "cdn-a", Cohort: "fra"}) {
+			res.endState = map[bool]string{true: "degraded", false: "ok"}[f.Degraded]
+			if f.Probing {
+				res.endState = "probing"
+			}
+		}
+	}
 	for i := range vs {
 		if vs[i].affected {
 			res.affected++
@@ -183,14 +195,19 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 // manifest after detection, and no session of the other cohort moved.
 func (r workedResult) check(tb testing.TB, viewers int) {
 	tb.Helper()
-	tb.Logf("%d viewers, %d requests in %v: detected %v after the drop; the last of %d affected sessions moved %v after it (%d moved); %d manifests kept one on cdn-a after detection; %d moves in the other cohort; %d before the drop",
-		viewers, r.requests, r.wall.Round(time.Millisecond), r.detected, r.affected, r.lastMoved, r.moved, r.kept, r.otherMoved, r.movedBefore)
+	tb.Logf("%d viewers, %d requests in %v: detected %v after the drop; the last of %d affected sessions moved %v after it (%d moved); %d manifests kept one on cdn-a after detection; %d moves in the other cohort; %d before the drop; %d sent back to probe cdn-a; cdn-a in fra %s at the end",
+		viewers, r.requests, r.wall.Round(time.Millisecond), r.detected, r.affected, r.lastMoved, r.moved, r.kept, r.otherMoved, r.movedBefore, r.probed, r.endState)
 	if r.movedBefore != 0 || r.detected < 0 || r.detected > time.Minute || r.lastMoved > 2*time.Minute {
 		tb.Errorf("moves before the drop %d, detection %v, last move %v: want 0, within 60 s and 120 s", r.movedBefore, r.detected, r.lastMoved)
 	}
 	want := viewers * 15 / 100 / 2 * 9 / 10 // most of fra's half on cdn-a
 	if r.affected < want || r.moved != r.affected || r.kept != 0 || r.otherMoved != 0 {
 		tb.Errorf("%d affected (want ≥ %d), %d moved, %d kept after detection, %d moves of the other cohort", r.affected, want, r.moved, r.kept, r.otherMoved)
+	}
+	// cdn-a stays bad: 7 min after the drop it is still kept from the
+	// cohort, but for a probe share at most.
+	if r.endState == "ok" {
+		tb.Errorf("cdn-a is back for all of fra at the end, still degraded")
 	}
 }
 

@@ -31,9 +31,12 @@ func (h *hub) openQoE(c *qoe.Config) error {
 		return err
 	}
 	wake := h.overlayWake()
-	h.qoe = newQoEWatch(agg, h.label(), func(behind map[string][]string) {
+	h.qoe = newQoEWatch(agg, h.label(), func(behind map[string]qoe.Moved) {
+		// A room's policy holds for every session: a pathway being probed
+		// is given back to all of them.
+		m := behind[""]
 		h.qoeMu.Lock()
-		h.degraded = slices.Clone(behind[""])
+		h.degraded = slices.DeleteFunc(slices.Clone(m.Behind), func(id string) bool { return slices.Contains(m.Probing, id) })
 		h.qoeMu.Unlock()
 		wake()
 	})

@@ -41,6 +41,10 @@ type Config struct {
 	// Hold is that time, and the least time between two moves of one
 	// pathway's cohort (60 s when 0).
 	Hold time.Duration
+	// ProbeShare (0 to 1) is the share of a cohort's sessions that a
+	// degraded pathway is given back to once too few report it for Hold,
+	// to be measured again (0.2 when 0; 1 gives it back to every session).
+	ProbeShare float64
 }
 
 func (c Config) withDefaults() Config {
@@ -56,6 +60,9 @@ func (c Config) withDefaults() Config {
 	if c.Hold <= 0 {
 		c.Hold = time.Minute
 	}
+	if c.ProbeShare <= 0 {
+		c.ProbeShare = 0.2
+	}
 	return c
 }
 
@@ -66,6 +73,8 @@ func (c Config) Check() error {
 		return fmt.Errorf("qoe: fraction %v is not in [0, 1)", c.Fraction)
 	case c.Margin < 0 || c.Margin > 10:
 		return fmt.Errorf("qoe: margin %v is not in [0, 10]", c.Margin)
+	case c.ProbeShare < 0 || c.ProbeShare > 1:
+		return fmt.Errorf("qoe: probe share %v is not in [0, 1]", c.ProbeShare)
 	case c.Floor == 0 && c.Fraction == 0:
 		return fmt.Errorf("qoe: neither a floor nor a fraction: nothing would ever move")
 	}
@@ -97,6 +106,7 @@ type cell struct {
 	queue  []queued // reports by time, for the window's expiry; stale entries skipped
 
 	degraded  bool
+	probing   bool      // degraded, and given back to the probe share of the cohort's sessions
 	lastMove  time.Time // zero: never moved
 	goodSince time.Time // zero: not good now
 	thinSince time.Time // zero: has enough sessions
@@ -239,11 +249,12 @@ type Figures struct {
 	Throughput, Buffer [3]uint64
 	WithT, WithB       int
 	Degraded           bool
+	Probing            bool // degraded, and probed by a share of the cohort's sessions
 	LastMove           time.Time
 }
 
 func (c *cell) figures(k Key) Figures {
-	f := Figures{Key: k, Sessions: len(c.latest), Degraded: c.degraded, LastMove: c.lastMove}
+	f := Figures{Key: k, Sessions: len(c.latest), Degraded: c.degraded, Probing: c.probing, LastMove: c.lastMove}
 	var ts, bs []uint64
 	for _, s := range c.latest {
 		if s.hasT {
@@ -267,6 +278,7 @@ type Move struct {
 	At       time.Time
 	Key      Key
 	Degraded bool   // the state it moved to
+	Probing  bool   // degraded, and given back to the probe share
 	Median   uint64 // the cell's median throughput
 	Best     uint64 // the best median of the cohort's pathways
 	Sessions int
@@ -275,7 +287,10 @@ type Move struct {
 
 func (m Move) String() string {
 	to := "back"
-	if m.Degraded {
+	switch {
+	case m.Probing:
+		to = "back for a probe share of"
+	case m.Degraded:
 		to = "off"
 	}
 	return fmt.Sprintf("%s: cohort %q moved %s pathway %s: median %d bit/s of %d sessions, the cohort's best %d; %s",
@@ -335,19 +350,28 @@ func (a *Aggregator) step(c *cell, f Figures, best uint64, now time.Time) (Move,
 	mayMove := c.lastMove.IsZero() || now.Sub(c.lastMove) >= cfg.Hold
 	if f.WithT < cfg.MinSessions {
 		// Too few to say. A degraded pathway whose sessions were moved off
-		// has few left to report: after Hold with too few it comes back,
-		// and if it is still bad its sessions' reports move it off again,
-		// at most once per Hold.
+		// has few left to report: after Hold with too few, it is given back
+		// to the probe share of the cohort's sessions, to be measured
+		// again; after another Hold with too few (a cohort too small for a
+		// share to say), to every session. If it is still bad, their
+		// reports move it off again, at most once per Hold.
 		c.goodSince = time.Time{}
 		if c.thinSince.IsZero() {
 			c.thinSince = now
 		}
-		if c.degraded && mayMove && now.Sub(c.thinSince) >= cfg.Hold {
-			c.degraded, c.lastMove = false, now
-			m.Reason = fmt.Sprintf("fewer than %d sessions reported for %s: back, to be measured again", cfg.MinSessions, cfg.Hold)
+		if !c.degraded || !mayMove || now.Sub(c.thinSince) < cfg.Hold {
+			return m, false
+		}
+		c.lastMove, c.thinSince = now, now
+		if !c.probing && cfg.ProbeShare < 1 {
+			c.probing = true
+			m.Degraded, m.Probing = true, true
+			m.Reason = fmt.Sprintf("fewer than %d sessions reported for %s: back for %.0f%% of the cohort's sessions, to be measured again", cfg.MinSessions, cfg.Hold, 100*cfg.ProbeShare)
 			return m, true
 		}
-		return m, false
+		c.degraded, c.probing = false, false
+		m.Reason = fmt.Sprintf("fewer than %d sessions reported for %s: back, to be measured again", cfg.MinSessions, cfg.Hold)
+		return m, true
 	}
 	c.thinSince = time.Time{}
 	med := f.Throughput[1]
@@ -355,17 +379,22 @@ func (a *Aggregator) step(c *cell, f Figures, best uint64, now time.Time) (Move,
 	belowBest := cfg.Fraction > 0 && float64(med) < cfg.Fraction*float64(best)
 	good := (cfg.Floor == 0 || float64(med) >= float64(cfg.Floor)*(1+cfg.Margin)) &&
 		(cfg.Fraction == 0 || float64(med) >= cfg.Fraction*float64(best)*(1+cfg.Margin))
+	why := func() string {
+		if belowFloor {
+			return fmt.Sprintf("median below the floor of %d bit/s", cfg.Floor)
+		}
+		return fmt.Sprintf("median below %.2f of the cohort's best", cfg.Fraction)
+	}
 	switch {
-	case !c.degraded && (belowFloor || belowBest):
+	case (!c.degraded || c.probing) && (belowFloor || belowBest):
 		if !mayMove {
 			return m, false
 		}
-		c.degraded, c.lastMove, c.goodSince = true, now, time.Time{}
-		if belowFloor {
-			m.Reason = fmt.Sprintf("median below the floor of %d bit/s", cfg.Floor)
-		} else {
-			m.Reason = fmt.Sprintf("median below %.2f of the cohort's best", cfg.Fraction)
+		m.Reason = why()
+		if c.probing {
+			m.Reason += ", as its probe share measured it"
 		}
+		c.degraded, c.probing, c.lastMove, c.goodSince = true, false, now, time.Time{}
 		m.Degraded = true
 		return m, true
 	case c.degraded && good:
@@ -373,7 +402,7 @@ func (a *Aggregator) step(c *cell, f Figures, best uint64, now time.Time) (Move,
 			c.goodSince = now
 		}
 		if now.Sub(c.goodSince) >= cfg.Hold && mayMove {
-			c.degraded, c.lastMove, c.goodSince = false, now, time.Time{}
+			c.degraded, c.probing, c.lastMove, c.goodSince = false, false, now, time.Time{}
 			m.Reason = fmt.Sprintf("median at or above the recovery threshold (margin %.2f) for %s", cfg.Margin, cfg.Hold)
 			return m, true
 		}
@@ -391,40 +420,43 @@ func (a *Aggregator) Degraded(pathway, cohort string) bool {
 	return c != nil && c.degraded
 }
 
-// Behind is every cohort's degraded pathways, sorted: what a pool's orders
-// put behind the others (pool.SetBehind).
-func (a *Aggregator) Behind() map[string][]string {
+// Moved is a cohort's moves: the pathways its sessions' orders put
+// behind the others, and of them those given back to the probe share.
+type Moved struct {
+	Behind, Probing []string
+}
+
+// Behind is every cohort's moves, each list sorted: what a pool's orders
+// apply (pool.SetBehind).
+func (a *Aggregator) Behind() map[string]Moved {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	out := map[string][]string{}
+	out := map[string]Moved{}
 	for k, c := range a.cells {
 		if c.degraded {
-			out[k.Cohort] = append(out[k.Cohort], k.Pathway)
+			m := out[k.Cohort]
+			m.Behind = append(m.Behind, k.Pathway)
+			if c.probing {
+				m.Probing = append(m.Probing, k.Pathway)
+			}
+			out[k.Cohort] = m
 		}
 	}
-	for _, ids := range out {
-		slices.Sort(ids)
+	for _, m := range out {
+		slices.Sort(m.Behind)
+		slices.Sort(m.Probing)
 	}
 	return out
 }
 
-// Order puts the pathways degraded for the cohort behind the others,
-// each part in the order given, and reports whether it moved any.
-func (a *Aggregator) Order(ids []string, cohort string) ([]string, bool) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	var ok, bad []string
-	for _, id := range ids {
-		if c := a.cells[Key{id, cohort}]; c != nil && c.degraded {
-			bad = append(bad, id)
-		} else {
-			ok = append(ok, id)
-		}
-	}
-	if len(bad) == 0 || len(ok) == 0 {
-		return ids, false
-	}
-	return append(ok, bad...), true
+// Share is the probe share, its default filled in.
+func (c Config) Share() float64 { return c.withDefaults().ProbeShare }
+
+// InProbe reports whether a session is in the probe share of its cohort:
+// its first byte, uniform for the random sessions the server mints, below
+// share × 256.
+func InProbe(s report.Session, share float64) bool {
+	return float64(s[0]) < share*256
 }
 
 // Figures are every cell's figures now (without expiring; Evaluate does),

@@ -121,11 +121,8 @@ func TestCohortsApart(t *testing.T) {
 	if len(moves) != 1 || moves[0].Key != (Key{"cdn-a", "fra"}) || !moves[0].Degraded || moves[0].Best != 18_000_000 {
 		t.Fatalf("moves %v: want cdn-a off for fra alone (6 < 0.5 × 18)", moves)
 	}
-	if got, moved := a.Order([]string{"cdn-a", "cdn-b"}, "fra"); !moved || !slices.Equal(got, []string{"cdn-b", "cdn-a"}) {
-		t.Errorf("fra's order %v", got)
-	}
-	if got, moved := a.Order([]string{"cdn-a", "cdn-b"}, "par"); moved || !slices.Equal(got, []string{"cdn-a", "cdn-b"}) {
-		t.Errorf("par's order %v", got)
+	if b := a.Behind(); len(b) != 1 || !slices.Equal(b["fra"].Behind, []string{"cdn-a"}) || len(b["fra"].Probing) != 0 {
+		t.Errorf("behind %v: want cdn-a for fra alone", b)
 	}
 }
 
@@ -236,27 +233,52 @@ func TestBelowLowest(t *testing.T) {
 }
 
 // TestThinComesBack: a pathway whose sessions were moved off has too few
-// left to report; after Hold with too few it comes back to be measured
-// again, and if it is still bad it moves off again, a Hold after.
+// left to report; after Hold with too few it is given back to the probe
+// share of its cohort, and if that share measures it still bad it moves off
+// again, a Hold after. A cohort too small for its share to report enough
+// gets it back whole after another Hold.
 func TestThinComesBack(t *testing.T) {
-	a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 30, Hold: time.Minute, Window: time.Minute})
-	k := Key{"cdn-a", "fra"}
-	fill(a, k, 0, 40, 6_000_000, t0)
-	if m := a.Evaluate(t0); len(m) != 1 || !m[0].Degraded {
-		t.Fatalf("off: %v", m)
-	}
-	var moves []Move
-	for s := 1; s <= 200; s++ {
-		now := t0.Add(time.Duration(s) * time.Second)
-		if s > 130 {
-			fill(a, k, 0, 40, 6_000_000, now) // back, and still bad
+	for _, still := range []bool{true, false} {
+		a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 30, Hold: time.Minute, Window: time.Minute})
+		k := Key{"cdn-a", "fra"}
+		fill(a, k, 0, 40, 6_000_000, t0)
+		if m := a.Evaluate(t0); len(m) != 1 || !m[0].Degraded {
+			t.Fatalf("off: %v", m)
 		}
-		moves = append(moves, a.Evaluate(now)...)
+		var moves []Move
+		for s := 1; s <= 200; s++ {
+			now := t0.Add(time.Duration(s) * time.Second)
+			if still && s > 130 {
+				fill(a, k, 0, 40, 6_000_000, now) // the probe share, still bad
+			}
+			moves = append(moves, a.Evaluate(now)...)
+			if s == 125 {
+				if b := a.Behind()["fra"]; len(b.Behind) != 1 || len(b.Probing) != 1 {
+					t.Errorf("at t0 + 125 s: %+v, want cdn-a behind and probing", b)
+				}
+			}
+		}
+		// The reports of t0 leave the window at t0 + 60 s; thin from then,
+		// probed at t0 + 120 s; then off again, or back whole, at t0 + 180.
+		if len(moves) != 2 || !moves[0].Degraded || !moves[0].Probing || moves[0].At != t0.Add(120*time.Second) ||
+			moves[1].Degraded != still || moves[1].Probing || moves[1].At != t0.Add(180*time.Second) {
+			t.Errorf("still bad %v: moves %v", still, moves)
+		}
 	}
-	// The reports of t0 leave the window at t0 + 60 s; thin from then,
-	// back at t0 + 120 s; off again at t0 + 180 s, a Hold after.
-	if len(moves) != 2 || moves[0].Degraded || moves[0].At != t0.Add(120*time.Second) ||
-		!moves[1].Degraded || moves[1].At != t0.Add(180*time.Second) {
-		t.Errorf("moves %v", moves)
+}
+
+// TestInProbe: a session is in the probe share when its first byte is
+// below share × 256 (the package's rule, written out).
+func TestInProbe(t *testing.T) {
+	for _, c := range []struct {
+		first byte
+		share float64
+		want  bool
+	}{{0, 0.2, true}, {51, 0.2, true}, {52, 0.2, false}, {255, 1, true}, {0, 0, false}, {127, 0.5, true}, {128, 0.5, false}} {
+		var s report.Session
+		s[0] = c.first
+		if got := InProbe(s, c.share); got != c.want {
+			t.Errorf("InProbe(first %d, %v) = %v", c.first, c.share, got)
+		}
 	}
 }
