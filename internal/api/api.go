@@ -57,9 +57,11 @@ const (
 	StoreUnavailable Code = "store_unavailable"
 	Closing          Code = "closing"
 	Internal         Code = "internal"
-	BadQuery         Code = "bad_query"       // a query byte no request target may hold
-	Canceled         Code = "canceled"        // the front's fetch ended with its player's request
-	BadLogRequest    Code = "bad_log_request" // a tile path or proof query of the log (issue 16) that does not read
+	BadQuery         Code = "bad_query"         // a query byte no request target may hold
+	Canceled         Code = "canceled"          // the front's fetch ended with its player's request
+	BadLogRequest    Code = "bad_log_request"   // a tile path or proof query of the log (issue 16) that does not read
+	BadReport        Code = "report_unreadable" // a CMCD event report (issue 17) of which no line reads
+	ReportFlood      Code = "too_many_reports"  // a player or an address over its rate of reports
 )
 
 // StatusOf is the HTTP status of a refusal with code c: the one mapping from
@@ -96,8 +98,10 @@ func StatusOf(c Code) int {
 		return http.StatusServiceUnavailable
 	case Internal:
 		return http.StatusInternalServerError
-	case BadQuery, BadLogRequest:
+	case BadQuery, BadLogRequest, BadReport:
 		return http.StatusBadRequest
+	case ReportFlood:
+		return http.StatusTooManyRequests
 	case Canceled:
 		return http.StatusBadGateway
 	}

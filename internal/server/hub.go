@@ -51,6 +51,14 @@ type hub struct {
 	base *policy.Policy
 	// health checks the pathways that have a check URL; nil for none.
 	health *roomHealth
+	// qoe is the room's steering by what its players report; nil for
+	// none. qoeMu guards degraded, the pathways it moved off.
+	qoe      *qoeWatch
+	qoeMu    sync.Mutex
+	degraded []string
+	// wake signals a change of health or QoE to runOverlay; nil when the
+	// room has neither.
+	wake chan struct{}
 	// decisions is the decision prefix of the configured policy when the
 	// store's active one superseded it, which New keeps routed.
 	decisions string

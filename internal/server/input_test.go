@@ -193,7 +193,8 @@ func TestSteeringNeverRefusesGarbage(t *testing.T) {
 }
 
 // TestPreflight: a browser player sending CMCD headers (CTA-5004-B header
-// mode) preflights the steering URI; the answer lets it.
+// mode) preflights the steering URI; the answer lets it, and lets a player
+// post its CMCD v2 event reports there (issue 17 item 3).
 func TestPreflight(t *testing.T) {
 	e := newEnv(t, scenario.Spec{Periods: 1}, false)
 	resp, _ := e.do("OPTIONS", "/v1/steer", nil, http.Header{
@@ -205,13 +206,13 @@ func TestPreflight(t *testing.T) {
 	}
 	for k, want := range map[string]string{
 		"Access-Control-Allow-Origin":  "*",
-		"Access-Control-Allow-Methods": "GET, OPTIONS",
+		"Access-Control-Allow-Methods": "GET, POST, OPTIONS",
 	} {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
 	}
-	if !strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "CMCD-Request") {
+	if ah := resp.Header.Get("Access-Control-Allow-Headers"); !strings.Contains(ah, "CMCD-Request") || !strings.Contains(ah, "Content-Type") {
 		t.Errorf("Allow-Headers %q", resp.Header.Get("Access-Control-Allow-Headers"))
 	}
 }

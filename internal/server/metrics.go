@@ -45,6 +45,7 @@ const (
 	routeFront
 	routeFrontStatus
 	routeLog
+	routeReports
 	routeOther
 	routeCount
 )
@@ -52,7 +53,7 @@ const (
 var routeNames = [routeCount]string{
 	"steer", "preflight", "decision", "policy", "record", "descriptor", "keylog",
 	"records_post", "policy_put", "keylog_put", "status", "healthz", "readyz", "metrics",
-	"pool_edges", "pool_change", "front", "front_status", "log", "other",
+	"pool_edges", "pool_change", "front", "front_status", "log", "reports", "other",
 }
 
 // latencyBounds are the upper bounds of the latency histograms' buckets: a
@@ -325,6 +326,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.writePoolMetrics(r.Context(), &b)
+	s.writeQoEMetrics(&b)
 	s.writeFrontMetrics(&b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

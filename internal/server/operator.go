@@ -218,6 +218,7 @@ type Status struct {
 	Pathways       []PathwayStatus `json:"pathways"`
 	Decisions      DecisionsStatus `json:"decisions"`
 	Records        RecordsStatus   `json:"records"`
+	QoE            *QoEView        `json:"qoe,omitempty"` // a room that steers by QoE
 }
 
 // PolicyStatus names the active policy.
@@ -343,6 +344,9 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	out.Records.InIndex = h.index.Len()
 	h.mu.Unlock()
+	if h.qoe != nil {
+		out.QoE = h.qoe.view()
+	}
 	api.WriteJSON(w, http.StatusOK, out)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/report/qoe"
 )
 
 // A steerer answers the GETs of a steering route. The server has two: an
@@ -33,6 +34,10 @@ type steerer interface {
 	// readsHost says whether the answer depends on the Host the request
 	// reached (a pool's RELOAD-URI), which the fasthttp path then copies.
 	readsHost() bool
+	// reportsTo is where a CMCD event report posted to the route goes:
+	// the steerer's QoE watch (nil when it steers by none), its pathways
+	// and the request's cohort.
+	reportsTo(r *http.Request) (*qoeWatch, []string, string)
 }
 
 func (h *hub) serveSteer(w http.ResponseWriter, r *http.Request) { h.s.serveSteer(w, r, h) }
@@ -58,6 +63,12 @@ type poolHub struct {
 
 	mu      sync.Mutex // guards changes
 	changes []edgeChange
+
+	// qoe is the pool's steering by what players report, nil for none
+	// (or for the per-client rule alone); replaced by a reload that
+	// changes its settings.
+	qoe  atomic.Pointer[qoeWatch]
+	away awayTable
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -66,6 +77,9 @@ type poolRoute struct {
 	ttl          int
 	cohortHeader string
 	ids          []string // the edges' pathways, in the order written
+	// qoe is the pool's QoE settings, nil for none: lowest for the
+	// per-client rule, hold for how long it keeps a client away.
+	qoe *pool.QoE
 }
 
 // edgeChange is an edge going down or coming back, drained or reweighted,
@@ -103,7 +117,7 @@ func (ph *poolHub) logName() string {
 }
 
 func newPoolRoute(c pool.Config) *poolRoute {
-	rt := &poolRoute{path: c.Path, ttl: c.TTL, cohortHeader: http.CanonicalHeaderKey(c.CohortHeader)}
+	rt := &poolRoute{path: c.Path, ttl: c.TTL, cohortHeader: http.CanonicalHeaderKey(c.CohortHeader), qoe: c.QoE}
 	for _, e := range c.Edges {
 		rt.ids = append(rt.ids, e.Pathway)
 	}
@@ -122,7 +136,42 @@ func (s *Server) openPool(c pool.Config, key [16]byte) (*poolHub, error) {
 	if err := ph.check(c); err != nil {
 		return nil, err
 	}
+	if err := ph.watch(c); err != nil {
+		return nil, err
+	}
 	return ph, nil
+}
+
+// watch makes the pool's QoE watch for c, or keeps the one it has when
+// c's aggregator settings are its own (a reload that changes other keys
+// keeps the figures and moves); nil when c has no cohort rule.
+func (ph *poolHub) watch(c pool.Config) error {
+	if w := ph.qoe.Load(); w != nil && c.QoE != nil && w.agg.Config() == c.QoE.Config {
+		return nil
+	}
+	agg, err := c.Aggregator()
+	if err != nil {
+		return err
+	}
+	if agg == nil {
+		ph.qoe.Store(nil)
+		ph.p.SetBehind(nil)
+		return nil
+	}
+	// A new aggregator's figures start empty: its settings' moves start
+	// afresh.
+	ph.p.SetBehind(nil)
+	ph.qoe.Store(newQoEWatch(agg, ph.label(), ph.p.SetBehind))
+	return nil
+}
+
+func (ph *poolHub) reportsTo(r *http.Request) (*qoeWatch, []string, string) {
+	rt := ph.route.Load()
+	w := ph.qoe.Load()
+	if w == nil {
+		return nil, nil, ""
+	}
+	return w, rt.ids, ph.p.CohortOf(&pool.Request{RawQuery: r.URL.RawQuery, Cohort: cohortHeaderOf(r, rt.cohortHeader)})
 }
 
 // check makes or updates the pool's checker for c's edges.
@@ -225,24 +274,28 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The players' parameters and CMCD are read as a room reads them
-	// (§4), and accepted; a pool orders by health and weight alone.
+	// (§4): a pool orders by health and weight, and, with QoE, by what
+	// its players report.
 	q := report.ParseQuery(r.RequestURI)
-	q.Report(r.Header, rt.ids)
+	_, rep := q.Report(r.Header, rt.ids)
 
 	x := poolSteerings.Get().(*poolSteering)
 	x.req.RawQuery = r.URL.RawQuery
-	x.req.Cohort = ""
-	if rt.cohortHeader != "" {
-		if v := r.Header[rt.cohortHeader]; len(v) > 0 {
-			x.req.Cohort = v[0]
-		}
-	}
+	x.req.Cohort = cohortHeaderOf(r, rt.cohortHeader)
 	x.req.Base = requestBase(r)
+	now := ph.s.clock()
+	var at time.Time
+	if rt.qoe != nil {
+		at = time.UnixMicro(int64(now))
+		x.req.Away = ph.awayOf(rt, &q, rep, at)
+	}
 	mb := buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
-	now := ph.s.clock()
+	if w := ph.qoe.Load(); w != nil {
+		w.addReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), at)
+	}
 	x.first = first
-	x.expires = now + uint64(rt.ttl)*1_000_000 + ph.s.grace
+	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.s.grace
 	if err := ph.s.loads.Steer(r.Context(), ph.id, len(rt.ids), report.Session(session), now, x.rule); err != nil {
 		// The count of live sessions is the operator's view; the
 		// player's manifest does not depend on it.
@@ -258,6 +311,26 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	w.Write(m)
 	*mb = m[:0]
 	buffers.Put(mb)
+}
+
+// awayOf is the per-client rule (apex-steering's): the pathway a client
+// reports a throughput below 1.2 times the lowest variant's bitrate on is
+// put behind the others, for this manifest and, for the sessions this
+// server minted, until the QoE's hold has passed; "" for none.
+func (ph *poolHub) awayOf(rt *poolRoute, q *report.Query, rep report.Report, at time.Time) string {
+	s, has := q.Session()
+	if rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
+		int(rep.Pathway) < len(rt.ids) && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest) {
+		id := rt.ids[rep.Pathway]
+		if has {
+			ph.away.keep(s, id, at.Add(rt.qoe.Hold))
+		}
+		return id
+	}
+	if has {
+		return ph.away.of(s, at)
+	}
+	return ""
 }
 
 // requestBase is the scheme and authority a request reached, which a

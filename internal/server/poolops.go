@@ -81,7 +81,8 @@ type PoolView struct {
 	TTLs    int          `json:"ttl_s"`
 	Assign  string       `json:"assign"`
 	Edges   []EdgeView   `json:"edges"`
-	Changes []edgeChange `json:"changes"` // the latest, oldest first
+	Changes []edgeChange `json:"changes"`       // the latest, oldest first
+	QoE     *QoEView     `json:"qoe,omitempty"` // with [steering.qoe]
 }
 
 // EdgeView is one edge, as the station seed lists it, with what the
@@ -213,6 +214,15 @@ func (s *Server) poolView(ctx context.Context, ph *poolHub) PoolView {
 	if v.Changes == nil {
 		v.Changes = []edgeChange{}
 	}
+	if c.QoE != nil {
+		if w := ph.qoe.Load(); w != nil {
+			v.QoE = w.view()
+		} else {
+			v.QoE = &QoEView{Cells: []QoECell{}, Moves: []QoEMove{}, Ignored: map[string]uint64{}}
+		}
+		n := ph.away.len()
+		v.QoE.KeptAway = &n
+	}
 	return v
 }
 
@@ -286,6 +296,9 @@ func (s *Server) ReloadPools(ctx context.Context, cfgs []pool.Config) error {
 			if err := s.loads.Reset(ctx, ph.id); err != nil {
 				s.log.Error("resetting a pool's sessions after a reload", "pool", ph.logName(), "err", err)
 			}
+		}
+		if err := ph.watch(cfgs[i]); err != nil {
+			s.log.Error("updating a pool's QoE", "pool", ph.logName(), "err", err)
 		}
 		if err := ph.check(cfgs[i]); err != nil {
 			s.log.Error("updating a pool's health checks", "pool", ph.logName(), "err", err)

@@ -24,8 +24,7 @@ type RoomChecks struct {
 // roomHealth is what a hub keeps of its pathways' health.
 type roomHealth struct {
 	checker *health.Checker
-	wake    chan struct{} // a change to apply, coalesced
-	mu      sync.Mutex    // guards down
+	mu      sync.Mutex // guards down
 	down    map[string]bool
 }
 
@@ -44,7 +43,8 @@ func (h *hub) openChecks(c RoomChecks) error {
 	for _, id := range slices.Sorted(maps.Keys(c.URLs)) {
 		ts = append(ts, health.Target{Name: id, URL: c.URLs[id]})
 	}
-	hh := &roomHealth{wake: make(chan struct{}, 1), down: map[string]bool{}}
+	hh := &roomHealth{down: map[string]bool{}}
+	wake := h.overlayWake()
 	ch, err := health.New(c.Settings, ts, health.Options{
 		OnChange: func(c health.Change) {
 			hh.mu.Lock()
@@ -54,10 +54,7 @@ func (h *hub) openChecks(c RoomChecks) error {
 				hh.down[c.Name] = true
 			}
 			hh.mu.Unlock()
-			select {
-			case hh.wake <- struct{}{}:
-			default:
-			}
+			wake()
 		},
 		Logger: h.s.log.With("room", h.id.String()),
 	})
@@ -69,26 +66,44 @@ func (h *hub) openChecks(c RoomChecks) error {
 	return nil
 }
 
-// downNow is the set of the room's pathways that are down.
-func (h *hub) downNow() map[string]bool {
-	if h.health == nil {
-		return nil
+// overlayWake makes the room's channel of changes to its overlay policy
+// (health, QoE) and returns what signals one.
+func (h *hub) overlayWake() func() {
+	if h.wake == nil {
+		h.wake = make(chan struct{}, 1)
 	}
-	h.health.mu.Lock()
-	defer h.health.mu.Unlock()
-	return maps.Clone(h.health.down)
+	return func() {
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
-// runChecks checks the room's pathways until ctx ends, and steers by the
-// policy their health calls for after each change.
-func (h *hub) runChecks(ctx context.Context) {
-	h.health.checker.Start(ctx)
-	defer h.health.checker.Stop()
+// downNow is the set of the room's pathways kept out of the limits under
+// base: those whose checks fail, and those the QoE moved off (qoeDown).
+func (h *hub) downNow(base *policy.Policy) map[string]bool {
+	var down map[string]bool
+	if h.health != nil {
+		h.health.mu.Lock()
+		down = maps.Clone(h.health.down)
+		h.health.mu.Unlock()
+	}
+	return h.qoeDown(base, down)
+}
+
+// runOverlay checks the room's pathways until ctx ends, and steers by the
+// policy their health and QoE call for after each change.
+func (h *hub) runOverlay(ctx context.Context) {
+	if h.health != nil {
+		h.health.checker.Start(ctx)
+		defer h.health.checker.Stop()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-h.health.wake:
+		case <-h.wake:
 		}
 		h.opMu.Lock()
 		_, _, aerr := h.s.install(ctx, h, h.base, false) // the operator's policy is stored active already
@@ -134,7 +149,7 @@ func (h *hub) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.P
 // published. It returns the states before and after. h.opMu is held.
 func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persist bool) (cur, st *roomState, aerr *api.Error) {
 	cur = h.state.Load()
-	down := h.downNow()
+	down := h.downNow(base)
 	eff, err := h.healthPolicy(base, down)
 	if err != nil {
 		return cur, nil, api.Errorf(api.Internal, "signing the policy for the pathways down: %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -31,6 +32,10 @@ type RoomConfig struct {
 	Policy      []byte         // signed WSP1; nil to steer by the store's active policy
 	SteeringKey sig.PrivateKey // signs decisions; must be allowed by COMPANION §4.2 for the policy's room
 	Checks      RoomChecks     // the pathways' health checks; none by default
+	// QoE moves a pathway whose players report it degrading out of the
+	// limits, as a failed health check does (issue 17 item 4); nil for
+	// none. The room is one cohort.
+	QoE *qoe.Config
 }
 
 // Config configures a Server.
@@ -283,10 +288,15 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		go func() { defer s.bg.Done(); s.follow(bg, feed, feedAt) }()
 	}
 	for _, h := range hubs {
-		if h.health != nil {
+		if h.wake != nil {
 			s.bg.Add(1)
-			go func() { defer s.bg.Done(); h.runChecks(bg) }()
+			go func() { defer s.bg.Done(); h.runOverlay(bg) }()
 		}
+	}
+	if len(s.watches()) > 0 || len(s.pools) > 0 {
+		// Pools may gain QoE by a reload.
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.every(bg, time.Second, s.evaluateQoE) }()
 	}
 	if s.retain > 0 {
 		s.bg.Add(1)
@@ -358,6 +368,9 @@ func (s *Server) openRoom(ctx context.Context, rc RoomConfig, stored map[sig.Has
 	if err := h.openChecks(rc.Checks); err != nil {
 		return nil, err
 	}
+	if err := h.openQoE(rc.QoE); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -419,6 +432,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, aerr *api.Error) {
 	if r.Method == http.MethodOptions {
 		s.count(routePreflight, w, r, s.preflight)
+		return
+	}
+	if r.Method == http.MethodPost {
+		s.count(routeReports, w, r, func(w http.ResponseWriter, r *http.Request) {
+			if aerr != nil {
+				steerHeaders(w)
+				writeError(w, aerr)
+				return
+			}
+			s.serveReports(w, r, h)
+		})
 		return
 	}
 	s.count(routeSteer, w, r, func(w http.ResponseWriter, r *http.Request) {

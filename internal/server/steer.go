@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
@@ -67,8 +68,8 @@ func steerable(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Content-Type")
 	h.Set("Access-Control-Max-Age", "86400")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
@@ -246,6 +247,9 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 			return api.Errorf(api.Internal, "deciding: %v", x.ruleErr)
 		case err != nil:
 			return api.Errorf(api.StoreUnavailable, "the table of loads: %v", err)
+		}
+		if h.qoe != nil {
+			h.qoe.addReport(st.ids, rep, "", session, time.UnixMicro(int64(x.t)))
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {

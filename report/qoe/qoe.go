@@ -120,6 +120,15 @@ type Aggregator struct {
 // keepMoves is how many moves Moves keeps.
 const keepMoves = 256
 
+// Bounds on what reports can make the aggregator hold: cells (pathways ×
+// cohorts, a cohort's name being the client's to choose when it rides in a
+// URL) and sessions in one cell's window. A report past either is ignored
+// and counted.
+const (
+	MaxCells        = 10_000
+	MaxCellSessions = 1 << 20
+)
+
 // New makes an aggregator with cfg (its zero fields defaulted).
 func New(cfg Config) (*Aggregator, error) {
 	if err := cfg.Check(); err != nil {
@@ -151,8 +160,16 @@ func (a *Aggregator) Add(k Key, s report.Session, throughput uint64, hasT bool, 
 	}
 	c := a.cells[k]
 	if c == nil {
+		if len(a.cells) >= MaxCells {
+			a.ignored["too_many_cohorts"]++
+			return
+		}
 		c = &cell{latest: map[report.Session]sample{}}
 		a.cells[k] = c
+	}
+	if _, ok := c.latest[s]; !ok && len(c.latest) >= MaxCellSessions {
+		a.ignored["cohort_full"]++
+		return
 	}
 	if n := len(c.queue); n > 0 && at.Before(c.queue[n-1].at) {
 		at = c.queue[n-1].at // reports are taken in the order they came
@@ -276,6 +293,10 @@ func (a *Aggregator) Evaluate(now time.Time) []Move {
 	figs := map[Key]Figures{}
 	for k, c := range a.cells {
 		c.expire(now, cfg.Window)
+		if len(c.latest) == 0 && !c.degraded && (c.lastMove.IsZero() || now.Sub(c.lastMove) >= cfg.Hold) {
+			delete(a.cells, k) // nothing to say of it, to undo or to hold
+			continue
+		}
 		figs[k] = c.figures(k)
 		cohorts[k.Cohort] = append(cohorts[k.Cohort], k)
 	}
@@ -368,6 +389,23 @@ func (a *Aggregator) Degraded(pathway, cohort string) bool {
 	defer a.mu.RUnlock()
 	c := a.cells[Key{pathway, cohort}]
 	return c != nil && c.degraded
+}
+
+// Behind is every cohort's degraded pathways, sorted: what a pool's orders
+// put behind the others (pool.SetBehind).
+func (a *Aggregator) Behind() map[string][]string {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := map[string][]string{}
+	for k, c := range a.cells {
+		if c.degraded {
+			out[k.Cohort] = append(out[k.Cohort], k.Pathway)
+		}
+	}
+	for _, ids := range out {
+		slices.Sort(ids)
+	}
+	return out
 }
 
 // Order puts the pathways degraded for the cohort behind the others,

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/report/qoe"
+)
+
+// CMCD v2 event reports (issue 17 item 3): a POST of `application/cmcd`
+// to a steering route whose steerer steers by QoE, one RFC 9651
+// Dictionary a line (report.ReadCMCDEvents). Each line with a pathway
+// (`cdn`) and a throughput or buffer feeds the steerer's aggregator as its
+// steering requests' reports do. Limits: the body's size, and a rate per
+// address (requests) and per player session (`sid`, lines); what is over
+// them is refused or ignored, and counted by reason in the aggregator.
+
+// maxReportBody is the largest event report read: a thousand lines of
+// about a kilobyte.
+const maxReportBody = 1 << 20
+
+// The rates: an address may post reportRate reports a second (burst
+// reportBurst); a player session may send sessionRate lines a second
+// (burst sessionBurst). Several players may share an address (a home, a
+// carrier's NAT), hence the address's larger rate.
+const (
+	reportRate   = 50
+	reportBurst  = 200
+	sessionRate  = 2
+	sessionBurst = 20
+	// maxLimited bounds each table of rates; a key past it is refused as
+	// a flood until the table's idle keys are swept.
+	maxLimited = 1 << 18
+)
+
+// reportLimits are a steerer's rates of reports.
+type reportLimits struct {
+	mu        sync.Mutex
+	addresses map[string]*bucket
+	sessions  map[string]*bucket
+}
+
+// bucket is a token bucket: tokens at at.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newReportLimits() *reportLimits {
+	return &reportLimits{addresses: map[string]*bucket{}, sessions: map[string]*bucket{}}
+}
+
+// take takes n tokens of key's bucket in m (rate a second, burst), and
+// reports whether there were that many.
+func take(m map[string]*bucket, key string, n, rate, burst float64, now time.Time) bool {
+	b := m[key]
+	if b == nil {
+		if len(m) >= maxLimited {
+			return false
+		}
+		b = &bucket{tokens: burst, at: now}
+		m[key] = b
+	}
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(burst, b.tokens+d.Seconds()*rate)
+		b.at = now
+	}
+	if b.tokens < n {
+		return false
+	}
+	b.tokens -= n
+	return true
+}
+
+func (l *reportLimits) address(a string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return take(l.addresses, a, 1, reportRate, reportBurst, now)
+}
+
+func (l *reportLimits) session(sid string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return take(l.sessions, sid, 1, sessionRate, sessionBurst, now)
+}
+
+// sweep forgets the buckets that are full again.
+func (l *reportLimits) sweep(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range []struct {
+		m           map[string]*bucket
+		rate, burst float64
+	}{{l.addresses, reportRate, reportBurst}, {l.sessions, sessionRate, sessionBurst}} {
+		for k, b := range t.m {
+			if b.tokens+now.Sub(b.at).Seconds()*t.rate >= t.burst {
+				delete(t.m, k)
+			}
+		}
+	}
+}
+
+// ReportsAnswer is the answer to an event report: what was taken and why
+// the rest was not.
+type ReportsAnswer struct {
+	Accepted int            `json:"accepted"`
+	Ignored  map[string]int `json:"ignored,omitempty"` // lines not aggregated, by reason
+	Lines    []string       `json:"lines,omitempty"`   // the first lines that did not read, with why
+}
+
+// maxLineReasons is how many lines that do not read an answer names.
+const maxLineReasons = 16
+
+// serveReports answers a POST of a CMCD v2 event report to a steering
+// route: 204 when every line was taken, 200 with the answer when some
+// were not, 400 when none read, 405 for a steerer that does not steer by
+// QoE, 413, 415 and 429 by their limits.
+func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer) {
+	steerHeaders(w)
+	wt, ids, cohort := st.reportsTo(r)
+	if wt == nil {
+		w.Header().Set("Allow", "GET, OPTIONS")
+		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4); %s does not steer by what players report, and takes no reports", st.label()))
+		return
+	}
+	now := time.UnixMicro(int64(s.clock()))
+	if !wt.limit.address(clientAddress(r), now) {
+		wt.agg.Ignore("flood_address")
+		w.Header().Set("Retry-After", "1")
+		writeError(w, api.Errorf(api.ReportFlood, "over the %d reports a second an address may post", reportRate))
+		return
+	}
+	if !report.IsCMCDMediaType(r.Header.Get("Content-Type")) {
+		wt.agg.Ignore("not_cmcd")
+		writeError(w, api.Errorf(api.MediaType, "a report is application/cmcd (CMCD v2 event mode), not %q", r.Header.Get("Content-Type")))
+		return
+	}
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		wt.agg.Ignore("encoded")
+		writeError(w, api.Errorf(api.MediaType, "a report is read as sent, not in Content-Encoding %q", enc))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxReportBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		wt.agg.Ignore("body_too_large")
+		writeError(w, api.Errorf(api.BodyTooLarge, "a report is at most %d bytes", maxReportBody))
+		return
+	case err != nil:
+		wt.agg.Ignore("body_unreadable")
+		writeError(w, api.Errorf(api.BadBody, "reading the report: %v", err))
+		return
+	}
+	evs, bad := report.ReadCMCDEvents(body)
+	ans := ReportsAnswer{Ignored: map[string]int{}}
+	ignore := func(why string) {
+		ans.Ignored[why]++
+		wt.agg.Ignore(why)
+	}
+	for _, e := range bad {
+		ignore("line_unreadable")
+		if len(ans.Lines) < maxLineReasons {
+			ans.Lines = append(ans.Lines, e.Error())
+		}
+	}
+	index := make(map[string]int, len(ids))
+	for i, id := range ids {
+		index[id] = i
+	}
+	for _, e := range evs {
+		switch _, known := index[e.CDN]; {
+		case e.Session == "":
+			ignore("no_session")
+		case e.CDN == "":
+			ignore("no_pathway")
+		case !known:
+			ignore("unknown_pathway")
+		case !e.HasThroughput && !e.HasBuffer:
+			ignore("no_figure")
+		case e.HasThroughput && e.Throughput > qoe.MaxThroughput:
+			ignore("throughput_absurd")
+		case e.HasBuffer && e.Buffer > qoe.MaxBuffer:
+			ignore("buffer_absurd")
+		case !wt.limit.session(e.Session, now):
+			ignore("flood_session")
+		default:
+			wt.agg.Add(qoe.Key{Pathway: e.CDN, Cohort: cohort}, cmcdSession(e.Session), e.Throughput, e.HasThroughput, e.Buffer, e.HasBuffer, now)
+			ans.Accepted++
+		}
+	}
+	if ans.Accepted == 0 && len(evs) == 0 {
+		if len(bad) == 0 {
+			writeError(w, api.Errorf(api.EmptyBody, "the report has no line"))
+		} else {
+			writeError(w, api.Errorf(api.BadReport, "no line of the report reads: %s", bad[0].Error()))
+		}
+		return
+	}
+	if len(ans.Ignored) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, ans)
+}
+
+// clientAddress is the address a request came from, without its port.
+func clientAddress(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
+// cohortHeaderOf is the first value of a cohort header, "" for none.
+func cohortHeaderOf(r *http.Request, name string) string {
+	if name == "" {
+		return ""
+	}
+	if v := r.Header[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/policy"
+	"github.com/waisteer/waisteer/report/qoe"
+)
+
+// An energy room's QoE (issue 17 item 4): the room is one cohort, and a
+// pathway its players report degrading is kept out of the limits exactly
+// as a pathway whose health checks fail (roomhealth.go): the room steers
+// by a policy its steering key signs, the operator's but for that
+// pathway's capacity, 0, so that every decision still verifies (§9). The
+// per-client rule has no place in a room: a decision's order is §6's.
+
+// openQoE makes the room's QoE watch: the steering key must be allowed to
+// sign the room's policies, as for health checks.
+func (h *hub) openQoE(c *qoe.Config) error {
+	if c == nil {
+		return nil
+	}
+	st := h.state.Load()
+	if err := st.room.MaySignPolicy(h.signer); err != nil {
+		return api.Errorf(api.SteeringKey, "the room steers by QoE, and the steering key %s, which signs the policy a degraded pathway calls for, may not sign the room's policies: %v", h.signer, err)
+	}
+	agg, err := qoe.New(*c)
+	if err != nil {
+		return err
+	}
+	wake := h.overlayWake()
+	h.qoe = newQoEWatch(agg, h.label(), func(behind map[string][]string) {
+		h.qoeMu.Lock()
+		h.degraded = slices.Clone(behind[""])
+		h.qoeMu.Unlock()
+		wake()
+	})
+	return nil
+}
+
+// qoeDown adds to down the pathways the QoE moved off, unless that would
+// leave the room no pathway with capacity outside down: a room whose every
+// pathway degrades steers by its other limits, not by none.
+func (h *hub) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool {
+	if h.qoe == nil {
+		return down
+	}
+	h.qoeMu.Lock()
+	degraded := slices.Clone(h.degraded)
+	h.qoeMu.Unlock()
+	if len(degraded) == 0 {
+		return down
+	}
+	left := false
+	for _, pw := range base.Pathways {
+		if pw.Capacity != 0 && !down[pw.ID] && !slices.Contains(degraded, pw.ID) {
+			left = true
+		}
+	}
+	if !left {
+		return down
+	}
+	out := make(map[string]bool, len(down)+len(degraded))
+	for id := range down {
+		out[id] = true
+	}
+	for _, id := range degraded {
+		out[id] = true
+	}
+	return out
+}
+
+// qoeDegraded is the room's pathways the QoE moved off now.
+func (h *hub) qoeDegraded() []string {
+	h.qoeMu.Lock()
+	defer h.qoeMu.Unlock()
+	return slices.Clone(h.degraded)
+}
+
+func (h *hub) reportsTo(*http.Request) (*qoeWatch, []string, string) {
+	if h.qoe == nil {
+		return nil, nil, ""
+	}
+	return h.qoe, h.state.Load().ids, ""
+}
