@@ -26,8 +26,11 @@ import (
 const (
 	qoeTTL      = 10 // s
 	qoeShortTTL = 4  // s
-	slowID      = "cdn-slow"
-	fastID      = "cdn-fast"
+	// qoeHold is how long the rule keeps a moved client off the pathway it
+	// left (the QoE's hold, readQoE's default): longer than the test.
+	qoeHold = time.Minute
+	slowID  = "cdn-slow"
+	fastID  = "cdn-fast"
 	// The throttled pathway paces every answer to Lowest / throttleDiv
 	// bits/s, so that a player's estimate on it is far below 1.2 × Lowest.
 	throttleDiv = 3
@@ -75,7 +78,7 @@ func qoePoolConfig(page string, lowest uint64) pool.Config {
 		CheckEvery: time.Second, CheckTimeout: 500 * time.Millisecond, DownAfter: 2,
 		Assign: pool.AssignRendezvous,
 		QoE: &pool.QoE{
-			Config:   qoe.Config{Window: time.Minute, MinSessions: 30, Margin: 0.2, Hold: time.Minute},
+			Config:   qoe.Config{Window: time.Minute, MinSessions: 30, Margin: 0.2, Hold: qoeHold},
 			ShortTTL: qoeShortTTL,
 			Lowest:   lowest,
 		},
@@ -281,17 +284,46 @@ func belowLowest(t, lowest uint64) bool {
 	return lhs.Cmp(rhs) < 0
 }
 
-// qoeExpected is the answer the brief's rule gives a report: a client
+// qoeRule is the per-client rule as the brief states it, and as the
+// server keeps it (issue 17: "a client kept away for the hold"), for one
+// session's requests in the order they came: a request that reports
 // below 1.2 × Lowest on its pathway has that pathway moved behind the
-// others, with the short TTL; any other, the weights' order (the throttled
-// pathway, then the weight-0 one) and the pool's TTL.
-func qoeExpected(r qoeReport, lowest uint64) ([]string, int) {
-	order := []string{slowID, fastID}
-	if r.pathway == "" || !r.hasT || !belowLowest(r.throughput, lowest) {
-		return order, qoeTTL
+// others with the short TTL, and a request of the session (one that
+// carries it) keeps the session off that pathway until qoeHold after it;
+// a later request that reports nothing below is answered so too while the
+// hold lasts; any other, the weights' order (the throttled pathway, then
+// the weight-0 one) with the pool's TTL.
+type qoeRule struct {
+	lowest uint64
+	away   string    // the pathway the session is kept off, "" for none
+	until  time.Time // the end of its hold
+}
+
+// answer is the order and TTL for a request that began at, carrying the
+// report r, with a session or not, and why; doubt when the answer is in
+// doubt, as for a request within a second of the hold's end, which the
+// server may see on either side.
+func (q *qoeRule) answer(r qoeReport, session bool, at time.Time) (order []string, ttl int, why string, doubt bool) {
+	behind := ""
+	switch {
+	case r.pathway != "" && r.hasT && belowLowest(r.throughput, q.lowest):
+		behind, why = r.pathway, fmt.Sprintf("below 1.2 × Lowest = %d on %s", q.lowest*6/5, r.pathway)
+		if session {
+			q.away, q.until = r.pathway, at.Add(qoeHold)
+		}
+	case q.away != "" && at.Before(q.until):
+		behind, why = q.away, fmt.Sprintf("the session kept off %s for the hold, until %s", q.away, q.until.Format("15:04:05.000"))
+		doubt = q.until.Sub(at) < time.Second
+	default:
+		why = "nothing below 1.2 × Lowest and no hold: the weights' order"
+		doubt = q.away != "" && at.Sub(q.until) < time.Second
 	}
-	order = slices.DeleteFunc(order, func(id string) bool { return id == r.pathway })
-	return append(order, r.pathway), qoeShortTTL
+	order = []string{slowID, fastID}
+	if behind == "" {
+		return order, qoeTTL, why, doubt
+	}
+	order = slices.DeleteFunc(order, func(id string) bool { return id == behind })
+	return append(order, behind), qoeShortTTL, why, doubt
 }
 
 // qoeMove is what the test found of a page's move off the throttled
@@ -403,10 +435,10 @@ func TestPlayersLeaveAThrottledPathway(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "players leaving a throttled pathway (pool ttl_s %d, short_ttl_s %d, Lowest %d bit/s, %s paced to %d bit/s), run of %v:\n",
 		qoeTTL, qoeShortTTL, lowest, slowID, rate, time.Since(began).Round(time.Second))
-	fmt.Fprintf(&b, "  %-11s %-9s %-10s %-36s %-10s %-9s %-7s %-8s %s\n", "page", "requests", "served at", "reported at the move", "to reload", "to fast", "back", "returns", "answers after the move")
+	fmt.Fprintf(&b, "  %-15s %-9s %-10s %-36s %-10s %-9s %-7s %-8s %s\n", "page", "requests", "served at", "reported at the move", "to reload", "to fast", "back", "returns", "answers after the move")
 	for _, pg := range qoePages {
 		mv := moves[pg.name]
-		fmt.Fprintf(&b, "  %-11s %-9d %-10d %-36s %-10s %-9s %-7d %-8d %s\n", pg.name, mv.requests, mv.slowRate, mv.reported, roundMs(mv.toReload), roundMs(mv.toFast),
+		fmt.Fprintf(&b, "  %-15s %-9d %-10d %-36s %-10s %-9s %-7d %-8d %s\n", pg.name, mv.requests, mv.slowRate, mv.reported, roundMs(mv.toReload), roundMs(mv.toFast),
 			mv.back, mv.returns, strings.Join(mv.answers, "; "))
 	}
 	b.WriteString("  served at: the median rate of the throttled segments as the server sent them, bit/s;\n")
@@ -503,7 +535,8 @@ func findQoEMove(o *observed, pg pageSpec, lowest uint64) (steerReq, string) {
 // with the session minted; every later request is that RELOAD-URI with the
 // player's parameters after it; and every answer is VERSION 1 with the
 // same RELOAD-URI, the PATHWAY-PRIORITY and TTL that the rule gives the
-// report its request carried (qoeExpected), and no clones.
+// report its request carried and the session's earlier ones (qoeRule),
+// and no clones.
 func checkQoESteering(t *testing.T, o *observed, pg pageSpec, lowest uint64, steerURL string, mv *qoeMove) {
 	reqs := o.steering(pg.name)
 	mv.requests = len(reqs)
@@ -524,6 +557,7 @@ func checkQoESteering(t *testing.T, o *observed, pg pageSpec, lowest uint64, ste
 		t.Fatalf("RELOAD-URI %q is not the pool's route, absolute, with a session of 32 hexadecimal digits", reload)
 	}
 	ids := []string{slowID, fastID}
+	rule := &qoeRule{lowest: lowest}
 	for i, r := range reqs {
 		where := fmt.Sprintf("steering request %d (%s?%s)", i, r.Path, r.Query)
 		if r.Status != http.StatusOK || r.err != nil {
@@ -534,13 +568,14 @@ func checkQoESteering(t *testing.T, o *observed, pg pageSpec, lowest uint64, ste
 			t.Errorf("%s: not a request of the RELOAD-URI with session %s", where, session)
 		}
 		rep := readQoEReport(r.hit, pg.protocol, ids)
-		order, ttl := qoeExpected(rep, lowest)
-		switch {
-		case r.manifest.Version != 1 || r.manifest.Reload != reload || len(r.manifest.Clones) != 0:
+		_, carried := parseSession(query(r.Query)["session"])
+		order, ttl, why, doubt := rule.answer(rep, carried, r.Start)
+		if r.manifest.Version != 1 || r.manifest.Reload != reload || len(r.manifest.Clones) != 0 {
 			t.Errorf("%s: VERSION %d, RELOAD-URI %q, %d clones: not 1, %q and none", where, r.manifest.Version, r.manifest.Reload, len(r.manifest.Clones), reload)
-		case !slices.Equal(r.manifest.Priority, order) || r.manifest.TTL != ttl:
-			t.Errorf("%s: reported %s; answered PATHWAY-PRIORITY %v TTL %d, not %v TTL %d as the rule gives (1.2 × Lowest = %d)",
-				where, rep, r.manifest.Priority, r.manifest.TTL, order, ttl, lowest*6/5)
+		}
+		if !doubt && (!slices.Equal(r.manifest.Priority, order) || r.manifest.TTL != ttl) {
+			t.Errorf("%s: reported %s; answered PATHWAY-PRIORITY %v TTL %d, not %v TTL %d as the rule gives (%s)",
+				where, rep, r.manifest.Priority, r.manifest.TTL, order, ttl, why)
 		}
 	}
 	t.Logf("%d steering requests; first: %s?%s", len(reqs), first.Path, first.Query)
@@ -555,11 +590,11 @@ func checkQoESteering(t *testing.T, o *observed, pg pageSpec, lowest uint64, ste
 func checkQoEMove(t *testing.T, o *observed, m *media, pg pageSpec, lowest, rate uint64, tEnd time.Time, mv *qoeMove) {
 	// The throttle, as the server sent: no segment from it faster than its
 	// pace (a few per cent for the clock's grain), so that none could be
-	// timed above it.
+	// timed above it. A segment the player gave up on is not timed.
 	var rates []uint64
 	for _, s := range o.segments(pg.name, slowID, time.Time{}, tEnd) {
-		if bytes := m.segmentSize(s.seg); bytes > 0 {
-			rates = append(rates, uint64(float64(bytes*8)/s.End.Sub(s.Start).Seconds()))
+		if size := m.segmentSize(s.seg); size > 0 && s.Bytes == int64(size) {
+			rates = append(rates, uint64(float64(size*8)/s.End.Sub(s.Start).Seconds()))
 		}
 	}
 	slices.Sort(rates)
@@ -646,7 +681,7 @@ func checkQoEMove(t *testing.T, o *observed, m *media, pg pageSpec, lowest, rate
 		if len(q.manifest.Priority) > 0 && q.manifest.Priority[0] == slowID {
 			mv.back++
 		}
-		mv.answers = append(mv.answers, fmt.Sprintf("+%.1fs %s -> %s TTL %d", q.Start.Sub(r.Start).Seconds(),
+		mv.answers = append(mv.answers, fmt.Sprintf("+%.1fs %s (%s) -> %s TTL %d", q.Start.Sub(r.Start).Seconds(), playerParams(q.hit, pg.protocol),
 			readQoEReport(q.hit, pg.protocol, ids), strings.Join(q.manifest.Priority, ","), q.manifest.TTL))
 	}
 	last := ""
@@ -673,6 +708,17 @@ func (m *media) segmentSize(n int) int {
 	return int(st.Size())
 }
 
+// playerParams is the pathway and throughput parameters of a request as
+// the player wrote them, decoded, for the log.
+func playerParams(h hit, protocol string) string {
+	q := query(h.Query)
+	prefix := "_HLS_"
+	if protocol == "dash" {
+		prefix = "_DASH_"
+	}
+	return "pathway=" + q[prefix+"pathway"] + " throughput=" + q[prefix+"throughput"]
+}
+
 // servers lists the pathways of the first n segments, for a message.
 func servers(segs []mediaHit, n int) []string {
 	var out []string
@@ -680,4 +726,71 @@ func servers(segs []mediaHit, n int) []string {
 		out = append(out, fmt.Sprintf("%d@%s", s.seg, s.Server))
 	}
 	return out
+}
+
+// TestQoEReference checks the test's own reading of reports and of the
+// rule against cases worked by hand from §4 and the brief, so that the
+// players' test does not lean on a reference that is itself wrong.
+func TestQoEReference(t *testing.T) {
+	ids := []string{slowID, fastID}
+	for _, c := range []struct {
+		protocol, query, cmcd string
+		want                  qoeReport
+	}{
+		// §4.2: the pathway unquoted, the throughput an integer.
+		{"hls", `_HLS_pathway=%22cdn-slow%22&_HLS_throughput=45000`, "", qoeReport{slowID, 45000, true, "_HLS_throughput"}},
+		{"hls", `_HLS_pathway=cdn-x&_HLS_throughput=45000`, "", qoeReport{"", 45000, true, "_HLS_throughput"}},
+		{"hls", `_HLS_pathway=cdn-fast&_HLS_throughput=%2B5`, "", qoeReport{fastID, 0, false, "_HLS_throughput"}},
+		// §4.3: the first listed pathway of the policy, and its item.
+		{"dash", `_DASH_pathway=%22cdn-x,cdn-fast,cdn-slow%22&_DASH_throughput=1,2,3`, "", qoeReport{fastID, 2, true, "_DASH_throughput"}},
+		{"dash", `_DASH_pathway=cdn-slow&_DASH_throughput=45000`, "", qoeReport{slowID, 45000, true, "_DASH_throughput"}},
+		// §4.4: an empty item gives no T; CMCD mtp × 1000 does, from the
+		// parameter before the header.
+		{"dash", `_DASH_pathway=%22cdn-slow,cdn-fast%22&_DASH_throughput=,7&CMCD=bl%3D100%2Cmtp%3D200`, "mtp=9", qoeReport{slowID, 200000, true, "CMCD mtp × 1000"}},
+		{"dash", `_DASH_pathway=%22cdn-slow%22&_DASH_throughput=`, "bl=1,mtp=0", qoeReport{slowID, 0, true, "CMCD mtp × 1000"}},
+		{"dash", `CMCD=bl%3D100`, "", qoeReport{}},
+	} {
+		if got := readQoEReport(hit{Query: c.query, CMCD: c.cmcd}, c.protocol, ids); got != c.want {
+			t.Errorf("%s %s (CMCD-Request %q): read %+v, not %+v", c.protocol, c.query, c.cmcd, got, c.want)
+		}
+	}
+	// T < 1.2 × Lowest is 5T < 6L: at L = 5, T = 5 is below and 6 is not;
+	// near 2⁶⁴ the products do not wrap.
+	for _, c := range []struct {
+		t, lowest uint64
+		want      bool
+	}{{5, 5, true}, {6, 5, false}, {0, 1, true}, {0, 0, false}, {1<<64 - 1, 1<<64 - 1, true}, {1<<64 - 1, 1 << 62, false}} {
+		if got := belowLowest(c.t, c.lowest); got != c.want {
+			t.Errorf("belowLowest(%d, %d) = %v", c.t, c.lowest, got)
+		}
+	}
+	// The rule over one session: the weights' order; moved off the slow
+	// pathway; kept off it while reporting well on the other; moved off
+	// the other when it reports below there; the weights' order once the
+	// hold has passed; no hold for a request without a session.
+	const lowest = 100
+	t0 := time.Unix(1_000_000, 0)
+	rule := &qoeRule{lowest: lowest}
+	for i, c := range []struct {
+		r       qoeReport
+		session bool
+		after   time.Duration
+		order   string
+		ttl     int
+	}{
+		{qoeReport{slowID, 500, true, ""}, false, 0, "cdn-slow,cdn-fast", qoeTTL},
+		{qoeReport{slowID, 119, true, ""}, false, time.Second, "cdn-fast,cdn-slow", qoeShortTTL},
+		{qoeReport{slowID, 500, true, ""}, true, 2 * time.Second, "cdn-slow,cdn-fast", qoeTTL},
+		{qoeReport{slowID, 119, true, ""}, true, 10 * time.Second, "cdn-fast,cdn-slow", qoeShortTTL},
+		{qoeReport{fastID, 5000, true, ""}, true, 14 * time.Second, "cdn-fast,cdn-slow", qoeShortTTL},
+		{qoeReport{}, true, 18 * time.Second, "cdn-fast,cdn-slow", qoeShortTTL},
+		{qoeReport{fastID, 119, true, ""}, true, 22 * time.Second, "cdn-slow,cdn-fast", qoeShortTTL},
+		{qoeReport{slowID, 120, true, ""}, true, 26 * time.Second, "cdn-slow,cdn-fast", qoeShortTTL},
+		{qoeReport{slowID, 120, true, ""}, true, 22*time.Second + qoeHold + time.Second, "cdn-slow,cdn-fast", qoeTTL},
+	} {
+		order, ttl, why, doubt := rule.answer(c.r, c.session, t0.Add(c.after))
+		if strings.Join(order, ",") != c.order || ttl != c.ttl || doubt {
+			t.Errorf("request %d (%s at +%v): %v TTL %d (%s; in doubt %v), not %s TTL %d", i, c.r, c.after, order, ttl, why, doubt, c.order, c.ttl)
+		}
+	}
 }
