@@ -204,15 +204,14 @@ type qoeReport struct {
 }
 
 func (r qoeReport) String() string {
-	t := "no T"
-	if r.hasT {
-		t = fmt.Sprintf("T %d (%s)", r.throughput, r.from)
-	}
 	c := r.pathway
 	if c == "" {
 		c = "no pathway"
 	}
-	return c + ", " + t
+	if !r.hasT {
+		return c + " with no throughput"
+	}
+	return fmt.Sprintf("%s at %d bit/s (%s)", c, r.throughput, r.from)
 }
 
 // unquote removes one `"` at each end when the value both begins and ends
@@ -435,10 +434,10 @@ func TestPlayersLeaveAThrottledPathway(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "players leaving a throttled pathway (pool ttl_s %d, short_ttl_s %d, Lowest %d bit/s, %s paced to %d bit/s), run of %v:\n",
 		qoeTTL, qoeShortTTL, lowest, slowID, rate, time.Since(began).Round(time.Second))
-	fmt.Fprintf(&b, "  %-15s %-9s %-10s %-36s %-10s %-9s %-7s %-8s %s\n", "page", "requests", "served at", "reported at the move", "to reload", "to fast", "back", "returns", "answers after the move")
+	fmt.Fprintf(&b, "  %-15s %-9s %-10s %-42s %-10s %-9s %-7s %-8s %s\n", "page", "requests", "served at", "reported at the move", "to reload", "to fast", "back", "returns", "answers after the move")
 	for _, pg := range qoePages {
 		mv := moves[pg.name]
-		fmt.Fprintf(&b, "  %-15s %-9d %-10d %-36s %-10s %-9s %-7d %-8d %s\n", pg.name, mv.requests, mv.slowRate, mv.reported, roundMs(mv.toReload), roundMs(mv.toFast),
+		fmt.Fprintf(&b, "  %-15s %-9d %-10d %-42s %-10s %-9s %-7d %-8d %s\n", pg.name, mv.requests, mv.slowRate, mv.reported, roundMs(mv.toReload), roundMs(mv.toFast),
 			mv.back, mv.returns, strings.Join(mv.answers, "; "))
 	}
 	b.WriteString("  served at: the median rate of the throttled segments as the server sent them, bit/s;\n")
@@ -681,7 +680,7 @@ func checkQoEMove(t *testing.T, o *observed, m *media, pg pageSpec, lowest, rate
 		if len(q.manifest.Priority) > 0 && q.manifest.Priority[0] == slowID {
 			mv.back++
 		}
-		mv.answers = append(mv.answers, fmt.Sprintf("+%.1fs %s (%s) -> %s TTL %d", q.Start.Sub(r.Start).Seconds(), playerParams(q.hit, pg.protocol),
+		mv.answers = append(mv.answers, fmt.Sprintf("+%.1fs %s, read as %s -> %s TTL %d", q.Start.Sub(r.Start).Seconds(), playerParams(q.hit, pg.protocol),
 			readQoEReport(q.hit, pg.protocol, ids), strings.Join(q.manifest.Priority, ","), q.manifest.TTL))
 	}
 	last := ""
