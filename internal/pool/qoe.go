@@ -154,3 +154,13 @@ func (p *Pool) CohortOf(req *Request) string {
 	}
 	return ""
 }
+
+// SessionOf is the session a request carries when Steer keeps it: this
+// server minted it (and, under buckets, its bucket holds).
+func (p *Pool) SessionOf(req *Request) (Session, bool) {
+	st := p.state.Load()
+	q := readQuery(req.RawQuery, st.cfg.CohortParam)
+	var scratch [32]byte
+	s, _, ok := p.kept(st, &q, scratch[:])
+	return s, ok
+}

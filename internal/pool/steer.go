@@ -273,23 +273,38 @@ func (p *Pool) Order(req *Request) (Opening, bool) {
 // under buckets, its bucket is in range and is the request's bucket), and
 // mints one otherwise; scratch is 32 bytes for AES.
 func (p *Pool) sessionOf(st *state, q *query, scratch []byte) (Session, int) {
-	if q.hasSession {
-		if s, ok := readSession(q.session); ok {
-			if b, ok := open(p.block, &s, scratch); ok {
-				if !st.buckets {
-					return s, 0
-				}
-				if n, ok := readBucket(q.bucket); ok && q.hasBucket && n == int(b) && n <= st.cfg.Buckets {
-					return s, n
-				}
-			}
-		}
+	if s, bucket, ok := p.kept(st, q, scratch); ok {
+		return s, bucket
 	}
 	bucket := 0
 	if st.buckets {
 		bucket = int(p.next.Add(1)%uint64(st.cfg.Buckets)) + 1
 	}
 	return mint(p.block, uint16(bucket), scratch), bucket
+}
+
+// kept is the request's session and bucket when Steer keeps them: this
+// server minted the session and, under buckets, its bucket is in range and
+// is the request's bucket.
+func (p *Pool) kept(st *state, q *query, scratch []byte) (Session, int, bool) {
+	if !q.hasSession {
+		return Session{}, 0, false
+	}
+	s, ok := readSession(q.session)
+	if !ok {
+		return Session{}, 0, false
+	}
+	b, ok := open(p.block, &s, scratch)
+	if !ok {
+		return Session{}, 0, false
+	}
+	if !st.buckets {
+		return s, 0, true
+	}
+	if n, ok := readBucket(q.bucket); ok && q.hasBucket && n == int(b) && n <= st.cfg.Buckets {
+		return s, n, true
+	}
+	return Session{}, 0, false
 }
 
 // appendClone appends an edge's PATHWAY-CLONES entry (RFC 8216bis 7.3;

@@ -287,7 +287,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	var at time.Time
 	if rt.qoe != nil {
 		at = time.UnixMicro(int64(now))
-		x.req.Away = ph.awayOf(rt, &q, rep, at)
+		x.req.Away = ph.awayOf(rt, &x.req, rep, at)
 	}
 	mb := buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
@@ -317,8 +317,9 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 // reports a throughput below 1.2 times the lowest variant's bitrate on is
 // put behind the others, for this manifest and, for the sessions this
 // server minted, until the QoE's hold has passed; "" for none.
-func (ph *poolHub) awayOf(rt *poolRoute, q *report.Query, rep report.Report, at time.Time) string {
-	s, has := q.Session()
+func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, at time.Time) string {
+	ps, has := ph.p.SessionOf(req)
+	s := report.Session(ps)
 	if rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
 		int(rep.Pathway) < len(rt.ids) && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest) {
 		id := rt.ids[rep.Pathway]

@@ -51,6 +51,11 @@ func (s *Server) evaluate(w *qoeWatch, now time.Time) []qoe.Move {
 	return moves
 }
 
+// qoeEvery is how often the server evaluates the QoE rule: each second,
+// the aggregator's resolution. Tests that drive the clock themselves set
+// it before New.
+var qoeEvery = time.Second
+
 // watches are every steerer's QoE watch.
 func (s *Server) watches() []*qoeWatch {
 	var out []*qoeWatch

@@ -176,8 +176,6 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 	}
 	for _, e := range evs {
 		switch _, known := index[e.CDN]; {
-		case e.Session == "":
-			ignore("no_session")
 		case e.CDN == "":
 			ignore("no_pathway")
 		case !known:

@@ -296,7 +296,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	if len(s.watches()) > 0 || len(s.pools) > 0 {
 		// Pools may gain QoE by a reload.
 		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.every(bg, time.Second, s.evaluateQoE) }()
+		go func() { defer s.bg.Done(); s.every(bg, qoeEvery, s.evaluateQoE) }()
 	}
 	if s.retain > 0 {
 		s.bg.Add(1)
