@@ -113,6 +113,8 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("[steering]\nassign = \"buckets\"\nbuckets = 3\ncohort_param = \"c\"\n[[steering.edges]]\npathway = \"a\"\nhost = \"[::1]\"\nparams = { k = \"v\" }\n[[steering.rules]]\nbuckets = [1, 2]\npriority = [\"a\"]\ncohort = [\"x\"]\n"))
 	f.Add([]byte("[[pool]]\nname = \"p\"\npath = \"/p\"\npublic_url = \"https://s.example\"\n[[pool.edges]]\npathway = \"a\"\nweight = 0\ncheck_url = \"http://a.example:81/h\"\n"))
 	f.Add([]byte("[steering]\nttl_s = -1\n[[steering.edges]]\npathway = \"a b\"\nhost = \"h:1\"\n[[steering.rules]]\nbuckets = []\n"))
+	f.Add([]byte("[steering]\nttl_s = 60\ncohort_header = \"X-R\"\n[[steering.edges]]\npathway = \"a\"\n[steering.qoe]\nwindow_s = 30\nmin_sessions = 3\nfloor_bps = 1000\nfraction = 0.5\nmargin = 0.1\nhold_s = 10\nshort_ttl_s = 5\nlowest_bps = 700000\n"))
+	f.Add([]byte("[steering]\n[steering.qoe]\nfraction = nan\nmargin = inf\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		if len(doc) > 4096 {
 			return

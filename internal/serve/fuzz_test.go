@@ -27,6 +27,7 @@ func FuzzServeConfig(f *testing.F) {
 	}
 	const room = "[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
 	for _, s := range []string{string(example), room, room + room, "retention = \"71s\"\n" + room,
+		room + "[room.qoe]\nfraction = 0.5\nmin_sessions = 3\n", room + "[room.qoe]\nlowest_bps = 1\n",
 		"[http]\nread_timeout = \"0s\"\n" + room, "listen = \"8080\"\n" + room, "colour = 1\n", "listen = \n",
 		"[steering]\nttl_s = 0\n[[steering.edges]]\npathway = \"a\"\nhost = \"a:80\"\n",
 		"[[pool]]\nname = \"p\"\npath = \"/p\"\n[[pool.edges]]\npathway = \"a\"\n" + room,

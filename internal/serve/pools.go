@@ -10,6 +10,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/server"
+	"github.com/waisteer/waisteer/report/qoe"
 )
 
 // pools reads the configuration's pools: the [steering] table, and each
@@ -80,6 +81,34 @@ func (r *serveReader) roomChecks(k string, f *serveRoomFile) server.RoomChecks {
 		out.URLs[e.Pathway] = e.CheckURL
 	}
 	return out
+}
+
+// roomQoE reads a [[room]]'s qoe table with a pool's rules; a room has
+// no per-client rule and no TTL of its own (its policy's), so lowest_bps
+// and short_ttl_s are refused.
+func (r *serveReader) roomQoE(k string, f *serveRoomFile) *qoe.Config {
+	if f.QoE == nil {
+		return nil
+	}
+	bad := false
+	for key, set := range map[string]bool{"lowest_bps": f.QoE.LowestBps != nil, "short_ttl_s": f.QoE.ShortTTLs != nil} {
+		if set {
+			r.Errorf(k+".qoe."+key, "is a pool's: a room's order is §6's, and its TTL its policy's")
+			bad = true
+		}
+	}
+	if f.QoE.FloorBps == nil && f.QoE.Fraction == nil {
+		r.Errorf(k+".qoe", "neither floor_bps nor fraction is set: nothing would ever move")
+		return nil
+	}
+	c, probs := pool.Read(&pool.File{QoE: f.QoE}, false)
+	for _, p := range probs {
+		r.Errorf(k+"."+p.Key, "%s", p.Rule)
+	}
+	if len(probs) > 0 || bad {
+		return nil
+	}
+	return &c.QoE.Config
 }
 
 // edgeKey reads "edges[I]REST".

@@ -120,6 +120,13 @@ func TestPoolConfigErrors(t *testing.T) {
 		{"a front's playlist of no pool", head + edge() + "[front]\norigin = \"http://127.0.0.1:9\"\n[[front.playlists]]\npath = \"/hls/\"\npool = \"radio\"\n", "serve.toml:9: front.playlists[0].pool"},
 		{"a front's relative path", head + edge() + "[front]\norigin = \"http://127.0.0.1:9\"\n[[front.playlists]]\npath = \"hls/\"\n", "serve.toml:8: front.playlists[0].path"},
 		{"a room check over https", "[[room]]\ndescriptor = \"x\"\nsteering_key = \"y\"\ncheck_urls = { a = \"https://a.example/\" }\n", "room[0]"},
+		// Issue 17: [steering.qoe] and a room's qoe.
+		{"a qoe fraction of 1", head + edge() + "[steering.qoe]\nfraction = 1.0\n", "serve.toml:6: steering.qoe.fraction"},
+		{"a qoe short TTL past the TTL", head + "ttl_s = 20\n" + edge() + "[steering.qoe]\nfraction = 0.5\nshort_ttl_s = 30\n", "serve.toml:8: steering.qoe.short_ttl_s"},
+		{"a qoe unknown key", head + edge() + "[steering.qoe]\nfraction = 0.5\nfloor = 1\n", "serve.toml:7: steering.qoe.floor: unknown key"},
+		{"a room's qoe with lowest_bps", "[[room]]\ndescriptor = \"x\"\nsteering_key = \"y\"\n[room.qoe]\nfraction = 0.5\nlowest_bps = 1\n", "serve.toml:6: room[0].qoe.lowest_bps: is a pool's"},
+		{"a room's qoe that moves nothing", "[[room]]\ndescriptor = \"x\"\nsteering_key = \"y\"\n[room.qoe]\nwindow_s = 30\n", "serve.toml:4: room[0].qoe: neither floor_bps nor fraction"},
+		{"a room's qoe window 0", "[[room]]\ndescriptor = \"x\"\nsteering_key = \"y\"\n[room.qoe]\nfraction = 0.5\nwindow_s = 0\n", "serve.toml:6: room[0].qoe.window_s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := serve.Parse("serve.toml", []byte(c.doc), func(string) string { return "" })
@@ -220,4 +227,20 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestPoolQoEReads: [steering.qoe] reads into the pool's QoE with the
+// defaults it leaves out (issue 17): a 60 s window and hold, 30 sessions, a
+// margin of 0.2, and a short TTL of 30 s.
+func TestPoolQoEReads(t *testing.T) {
+	doc := "[steering]\nttl_s = 60\ncohort_header = \"X-Region\"\n[[steering.edges]]\npathway = \"a\"\n[steering.qoe]\nfraction = 0.5\nlowest_bps = 800000\n"
+	cfg, err := serve.Parse("serve.toml", []byte(doc), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := cfg.Server.Pools[0].QoE
+	if q == nil || q.Fraction != 0.5 || q.Lowest != 800_000 || q.Window != time.Minute || q.Hold != time.Minute ||
+		q.MinSessions != 30 || q.Margin != 0.2 || q.ShortTTL != 30 || q.Floor != 0 {
+		t.Errorf("read %+v", q)
+	}
 }

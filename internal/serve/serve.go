@@ -429,6 +429,9 @@ type serveRoomFile struct {
 	CheckEverys    *int64            `toml:"check_every_s"`
 	CheckTimeoutMs *int64            `toml:"check_timeout_ms"`
 	DownAfter      *int64            `toml:"down_after"`
+	// Steering by what players report (issue 17 item 4), a pool's
+	// [steering.qoe] keys less the pool's own.
+	QoE *pool.QoEFile `toml:"qoe"`
 }
 
 // serveReader is what Load knows of the file while it reads it.
@@ -737,6 +740,7 @@ func (r *serveReader) room(i int, f *serveRoomFile) (server.RoomConfig, *policy.
 		rc.SteeringKey = key
 	}
 	rc.Checks = r.roomChecks(k, f)
+	rc.QoE = r.roomQoE(k, f)
 	if r.Mistakes() > n {
 		return rc, nil, sig.Hash{}, false
 	}
@@ -767,6 +771,12 @@ func (r *serveReader) room(i int, f *serveRoomFile) (server.RoomConfig, *policy.
 	if len(rc.Checks.URLs) > 0 {
 		if err := rm.MaySignPolicy(rc.SteeringKey.Public()); err != nil {
 			r.Errorf(k+".check_urls", "the steering key %s signs the policy a pathway's health calls for, and may not sign the room's policies: %v", rc.SteeringKey.Public(), err)
+			return rc, nil, rm.ID(), false
+		}
+	}
+	if rc.QoE != nil {
+		if err := rm.MaySignPolicy(rc.SteeringKey.Public()); err != nil {
+			r.Errorf(k+".qoe", "the steering key %s signs the policy a degraded pathway calls for, and may not sign the room's policies: %v", rc.SteeringKey.Public(), err)
 			return rc, nil, rm.ID(), false
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
@@ -305,5 +306,75 @@ func FuzzAnyRequest(f *testing.F) {
 				t.Fatalf("%s %s: %d with body %q", r.Method, r.RequestURI, w.Code, w.Body)
 			}
 		}
+	})
+}
+
+// FuzzReports: whatever a CMCD event report's body and headers hold (issue
+// 17 item 3), the server answers 204, 200 with what it ignored and why,
+// or a refusal with its code (400, 413, 415, 429), never 5xx; every line
+// is either accepted or counted; and evaluating the aggregator after it
+// never fails.
+func FuzzReports(f *testing.F) {
+	for _, s := range []struct {
+		ct, cohort string
+		body       []byte
+	}{
+		{"application/cmcd", "fra", []byte("sid=\"p1\",cdn=\"cdn-a\",e=ps,mtp=9000,bl=12000\nsid=\"p2\",cdn=cdn-b,mtp=9000\n")},
+		{"application/cmcd; charset=utf-8", "", []byte("sid=\"p1\",cdn=\"cdn-a\",mtp=(1 2 3)\r\n")},
+		{"application/cmcd", "par", []byte("sid=\"p1\",cdn=\"cdn-a\",mtp=18446744073709551616\nmtp=-1\n\x00")},
+		{"text/plain", "", []byte("x")},
+		{"application/cmcd", "", nil},
+	} {
+		f.Add(s.ct, s.cohort, s.body)
+	}
+	var srv *Server
+	uses := 0
+	f.Cleanup(func() {
+		if srv != nil {
+			srv.Close(context.Background())
+		}
+	})
+	f.Fuzz(func(t *testing.T, ct, cohort string, body []byte) {
+		if srv == nil || uses > 2000 {
+			if srv != nil {
+				srv.Close(context.Background())
+			}
+			var err error
+			srv, err = New(context.Background(), Config{Pools: []pool.Config{qoePool()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store.NewMemory(), store.NewLoads())
+			if err != nil {
+				t.Fatal(err)
+			}
+			uses = 0
+		}
+		uses++
+		r := httptest.NewRequest("POST", pool.DefaultPath, bytes.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		r.Header.Set("X-Region", cohort)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		switch w.Code {
+		case http.StatusNoContent:
+		case http.StatusOK:
+			var a ReportsAnswer
+			if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil || len(a.Ignored) == 0 {
+				t.Fatalf("200 %q: %v", w.Body, err)
+			}
+			evs, bad := report.ReadCMCDEvents(body)
+			n := a.Accepted
+			for _, c := range a.Ignored {
+				n += c
+			}
+			if n != len(evs)+len(bad) {
+				t.Fatalf("%d lines accepted or ignored, %d read: %s", n, len(evs)+len(bad), w.Body)
+			}
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusTooManyRequests:
+			var eb errorBody
+			if json.Unmarshal(w.Body.Bytes(), &eb) != nil || eb.Error == "" {
+				t.Fatalf("%d with body %q", w.Code, w.Body)
+			}
+		default:
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+		srv.evaluate(srv.poolNamed("").qoe.Load(), time.Now())
 	})
 }
