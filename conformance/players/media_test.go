@@ -229,6 +229,7 @@ type hit struct {
 	Query  string // raw, as sent
 	CMCD   string // the CMCD-Request header, when sent
 	Status int
+	Bytes  int64 // of the body, as written to the connection
 	Start  time.Time
 	End    time.Time
 	Body   []byte // kept for the steering server's answers
@@ -249,6 +250,7 @@ func (l *hitLog) all() []hit {
 type recorder struct {
 	http.ResponseWriter
 	status int
+	bytes  int64
 	body   *bytes.Buffer
 }
 
@@ -269,7 +271,9 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.body != nil {
 		r.body.Write(b)
 	}
-	return r.ResponseWriter.Write(b)
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
 }
 
 // logged logs every request h answers as a hit of server.
@@ -283,7 +287,7 @@ func (l *hitLog) logged(server string, keepBody bool, h http.Handler) http.Handl
 		h.ServeHTTP(rec, r)
 		ht := hit{
 			Server: server, Host: r.Host, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			CMCD: r.Header.Get("CMCD-Request"), Status: rec.status, Start: start, End: time.Now(),
+			CMCD: r.Header.Get("CMCD-Request"), Status: rec.status, Bytes: rec.bytes, Start: start, End: time.Now(),
 		}
 		if rec.body != nil {
 			ht.Body = rec.body.Bytes()

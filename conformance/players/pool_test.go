@@ -238,13 +238,19 @@ func withHealth(h http.Handler) http.Handler {
 // logged apart, as "probe".
 func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pcs []pool.Config
 	for _, pg := range pages {
 		pcs = append(pcs, pps[pg.name].config())
+	}
+	return startPoolServer(t, log, pcs)
+}
+
+// startPoolServer is startPools for any pools: waisteer serving pcs.
+func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
 	st, err := store.Open(filepath.Join(t.TempDir(), "waisteer.db"))
 	if err != nil {
