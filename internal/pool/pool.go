@@ -82,9 +82,9 @@ type shape struct {
 type state struct {
 	*shape
 	up, drained []bool
-	rankable    []int32           // the listed edges of weight above 0
-	tail        []int32           // the listed edges of weight 0, in the order written
-	rulePrio    [][]int32         // by rule: its priority less the edges not listed
+	rankable    []int32            // the listed edges of weight above 0
+	tail        []int32            // the listed edges of weight 0, in the order written
+	rulePrio    [][]int32          // by rule: its priority less the edges not listed
 	behind      map[string][]uint8 // by cohort: by index, the edges a QoE move put behind (isBehind), or behind but for the probe share (isProbed)
 }
 
