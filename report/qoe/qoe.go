@@ -103,18 +103,13 @@ type sample struct {
 
 type cell struct {
 	latest map[report.Session]sample
-	queue  []queued // reports by time, for the window's expiry; stale entries skipped
+	newest time.Time // the latest report's time
 
 	degraded  bool
 	probing   bool      // degraded, and given back to the probe share of the cohort's sessions
 	lastMove  time.Time // zero: never moved
 	goodSince time.Time // zero: not good now
 	thinSince time.Time // zero: has enough sessions
-}
-
-type queued struct {
-	at      time.Time
-	session report.Session
 }
 
 // Aggregator is the reports of every cell and each cell's state. It is
@@ -181,11 +176,11 @@ func (a *Aggregator) Add(k Key, s report.Session, throughput uint64, hasT bool, 
 		a.ignored["cohort_full"]++
 		return
 	}
-	if n := len(c.queue); n > 0 && at.Before(c.queue[n-1].at) {
-		at = c.queue[n-1].at // reports are taken in the order they came
+	if at.Before(c.newest) {
+		at = c.newest // reports are taken in the order they came
 	}
+	c.newest = at
 	c.latest[s] = sample{at: at, throughput: throughput, buffer: buffer, hasT: hasT, hasB: hasB}
-	c.queue = append(c.queue, queued{at, s})
 }
 
 // Ignore counts a report the caller did not give to Add, by reason (a
@@ -207,21 +202,15 @@ func (a *Aggregator) Ignored() map[string]uint64 {
 	return out
 }
 
-// expire drops from the cell the sessions whose latest report is older
-// than the window at now.
+// expire drops from the cell the sessions whose latest report is a
+// window old or older at now. It walks every session, as figures does
+// after it: an Add costs a map write and nothing more.
 func (c *cell) expire(now time.Time, window time.Duration) {
 	cut := now.Add(-window)
-	k := 0
-	for k < len(c.queue) && !c.queue[k].at.After(cut) {
-		q := c.queue[k]
-		if s, ok := c.latest[q.session]; ok && !s.at.After(q.at) {
-			delete(c.latest, q.session) // its latest report is this one
+	for s, v := range c.latest {
+		if !v.at.After(cut) {
+			delete(c.latest, s)
 		}
-		k++
-	}
-	c.queue = c.queue[k:]
-	if len(c.queue) == 0 {
-		c.queue = nil
 	}
 }
 
