@@ -61,7 +61,7 @@ func TestScripts(t *testing.T) {
 }
 
 // examples are the documented example files, under testdata.
-var examples = []string{"policy/example.toml", "serve/example.toml", "record/example.toml", "serve/pool.toml"}
+var examples = []string{"policy/example.toml", "serve/example.toml", "record/example.toml", "serve/pool.toml", "serve/qoe.toml"}
 
 // freePort is a port nothing listens on now.
 func freePort() (string, error) {
