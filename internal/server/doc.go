@@ -12,12 +12,21 @@
 // (RoomChecks): while one is down the room steers by a policy its steering
 // key signs with that pathway's capacity 0.
 //
+// Either may steer by what its players report (issue 17, report/qoe): each
+// steering request's report, and each CMCD v2 event report POSTed to the
+// steering route (reports.go), feeds the steerer's aggregator, which the
+// server evaluates every second (qoe.go). A pool puts a cohort's degraded
+// pathways behind the others and applies the per-client rule; a room keeps a
+// degraded pathway outside the limits by the same overlay policy as a
+// pathway down (roomqoe.go).
+//
 // # Routes
 //
 // The paths of each room's policy URIs (the host is ignored):
 //
 //	GET     <server_uri path>, <reload_uri path>   the steering manifest (§8.1)
-//	OPTIONS the same                               CORS preflight (CMCD header mode)
+//	OPTIONS the same                               CORS preflight (CMCD header mode, event reports)
+//	POST    the same                               CMCD v2 event reports, when the room steers by QoE
 //	GET     <decision_uri path><digest>            the decision's WSD1 bytes (§8.4)
 //
 // and the server's own:
