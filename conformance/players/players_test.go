@@ -279,11 +279,18 @@ func roundMs(d time.Duration) string {
 // what each page still lacks. A fatal line of the driver ends it at once.
 func waitFor(t *testing.T, snapshot func() *observed, limit time.Duration, what string, cond func(*observed, pageSpec) string) {
 	t.Helper()
+	waitForPages(t, snapshot, pages, (*observed).diagnose, limit, what, cond)
+}
+
+// waitForPages is waitFor over the pages pgs, with diagnose saying what
+// the players did when it fails.
+func waitForPages(t *testing.T, snapshot func() *observed, pgs []pageSpec, diagnose func(*observed) string, limit time.Duration, what string, cond func(*observed, pageSpec) string) {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		o := snapshot()
 		var pending []string
-		for _, pg := range pages {
+		for _, pg := range pgs {
 			if why := cond(o, pg); why != "" {
 				pending = append(pending, pg.name+": "+why)
 			}
@@ -297,7 +304,7 @@ func waitFor(t *testing.T, snapshot func() *observed, limit time.Duration, what 
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("%s: not within %v:\n  %s\n%s", what, limit, strings.Join(pending, "\n  "), o.diagnose())
+			t.Errorf("%s: not within %v:\n  %s\n%s", what, limit, strings.Join(pending, "\n  "), diagnose(o))
 			return
 		}
 		time.Sleep(250 * time.Millisecond)

@@ -406,7 +406,8 @@ func TestPlayersLeaveAThrottledPathway(t *testing.T) {
 
 	// Until each player has moved, and been seen through two short TTLs
 	// after: the reload that follows and what the player did with it.
-	waitForPages(t, snapshot, qoePages, 40*time.Second, "every player leaves the throttled pathway", func(o *observed, pg pageSpec) string {
+	diagnose := func(o *observed) string { return diagnoseQoE(o, qoePages) }
+	waitForPages(t, snapshot, qoePages, diagnose, 40*time.Second, "every player leaves the throttled pathway", func(o *observed, pg pageSpec) string {
 		mv, why := findQoEMove(o, pg, lowest)
 		switch {
 		case why != "":
@@ -446,33 +447,6 @@ func TestPlayersLeaveAThrottledPathway(t *testing.T) {
 	t.Log(b.String())
 }
 
-// waitForPages is waitFor over the given pages.
-func waitForPages(t *testing.T, snapshot func() *observed, pgs []pageSpec, limit time.Duration, what string, cond func(*observed, pageSpec) string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		o := snapshot()
-		var pending []string
-		for _, pg := range pgs {
-			if why := cond(o, pg); why != "" {
-				pending = append(pending, pg.name+": "+why)
-			}
-		}
-		if len(pending) == 0 {
-			return
-		}
-		for _, l := range o.lines {
-			if l.Kind == "fatal" {
-				t.Fatalf("the driver failed: %s", l.Text)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s: not within %v:\n  %s\n%s", what, limit, strings.Join(pending, "\n  "), diagnoseQoE(o, pgs))
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
 
 // diagnoseQoE lists, for a failure's message, each page's steering
 // requests with their answers, and its media requests by pathway.
