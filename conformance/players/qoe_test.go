@@ -447,7 +447,6 @@ func TestPlayersLeaveAThrottledPathway(t *testing.T) {
 	t.Log(b.String())
 }
 
-
 // diagnoseQoE lists, for a failure's message, each page's steering
 // requests with their answers, and its media requests by pathway.
 func diagnoseQoE(o *observed, pgs []pageSpec) string {
