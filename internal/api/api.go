@@ -62,6 +62,7 @@ const (
 	BadLogRequest    Code = "bad_log_request"   // a tile path or proof query of the log (issue 16) that does not read
 	BadReport        Code = "report_unreadable" // a CMCD event report (issue 17) of which no line reads
 	ReportFlood      Code = "too_many_reports"  // a player or an address over its rate of reports
+	BadInspect       Code = "inspect_unreadable" // the dashboard inspector's input is no digest, decision URL or decision
 )
 
 // StatusOf is the HTTP status of a refusal with code c: the one mapping from
@@ -98,7 +99,7 @@ func StatusOf(c Code) int {
 		return http.StatusServiceUnavailable
 	case Internal:
 		return http.StatusInternalServerError
-	case BadQuery, BadLogRequest, BadReport:
+	case BadQuery, BadLogRequest, BadReport, BadInspect:
 		return http.StatusBadRequest
 	case ReportFlood:
 		return http.StatusTooManyRequests

@@ -89,10 +89,21 @@ func (c *Client) FetchInput(ctx context.Context, decisionURL string, authority *
 	if len(in.Decision) < sig.SignatureSize || sig.Digest(in.Decision[:len(in.Decision)-sig.SignatureSize]) != named {
 		return in, refuse(DigestMismatch, verify.PlaceDecision, "the server answered %d bytes that are not the decision %s the URL names", len(in.Decision), named)
 	}
+	return c.FetchAround(ctx, base, in.Decision, authority)
+}
+
+// FetchAround fetches from the server at base what verifying the decision
+// bytes b needs: its room's descriptor and key log head, its policy and
+// the records it names (FetchInput's steps after the decision's own). The
+// bytes are the caller's: a decision pasted in, perhaps altered, is
+// verified against what the server holds for the room and policy it
+// names.
+func (c *Client) FetchAround(ctx context.Context, base string, b []byte, authority *sig.PublicKey) (verify.Input, error) {
+	in := verify.Input{Decision: b}
 	d, err := decision.Parse(in.Decision)
 	if err != nil {
 		return in, &Refusal{Code: api.Code(reason.Of(err)), Where: verify.PlaceDecision,
-			Err: fmt.Errorf("the decision %s does not read, so its room and policy are not known: %w", named, err)}
+			Err: fmt.Errorf("the decision does not read, so its room and policy are not known: %w", err)}
 	}
 
 	roomURL := base + "/v1/rooms/" + d.Room.String()

@@ -263,9 +263,14 @@ func (s *Server) serveFrontStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.NotFound, "the server has no front"))
 		return
 	}
+	api.WriteJSON(w, http.StatusOK, s.frontStatus(r.Context()))
+}
+
+// frontStatus is the front's status now; s.front is set.
+func (s *Server) frontStatus(ctx context.Context) FrontStatus {
 	st := FrontStatus{Opens: s.front.Opens()}
 	for _, ph := range s.poolsSorted() {
-		v := s.poolView(r.Context(), ph)
+		v := s.poolView(ctx, ph)
 		ph := PoolHeadroom{Pool: ph.name, Edges: map[string]float64{}}
 		for _, e := range v.Edges {
 			if e.Health.Up && !e.Drained && e.Weight > 0 {
@@ -277,7 +282,7 @@ func (s *Server) serveFrontStatus(w http.ResponseWriter, r *http.Request) {
 		}
 		st.Pools = append(st.Pools, ph)
 	}
-	api.WriteJSON(w, http.StatusOK, st)
+	return st
 }
 
 // headroom is the OTT seed's "1 + 1/(N−1) of its normal load": with one

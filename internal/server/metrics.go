@@ -46,6 +46,7 @@ const (
 	routeFrontStatus
 	routeLog
 	routeReports
+	routeDashboard
 	routeOther
 	routeCount
 )
@@ -53,7 +54,7 @@ const (
 var routeNames = [routeCount]string{
 	"steer", "preflight", "decision", "policy", "record", "descriptor", "keylog",
 	"records_post", "policy_put", "keylog_put", "status", "healthz", "readyz", "metrics",
-	"pool_edges", "pool_change", "front", "front_status", "log", "reports", "other",
+	"pool_edges", "pool_change", "front", "front_status", "log", "reports", "dashboard", "other",
 }
 
 // latencyBounds are the upper bounds of the latency histograms' buckets: a

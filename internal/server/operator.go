@@ -277,11 +277,20 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	out, aerr := s.roomStatus(r.Context(), h)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, out)
+}
+
+// roomStatus is a room's status now (its status route's answer).
+func (s *Server) roomStatus(ctx context.Context, h *hub) (Status, *api.Error) {
 	st := h.state.Load()
 	rk, t, err := h.rank(st, s.clock())
 	if err != nil {
-		writeError(w, api.Errorf(api.Internal, "ranking: %v", err))
-		return
+		return Status{}, api.Errorf(api.Internal, "ranking: %v", err)
 	}
 	p := st.policy
 	out := Status{
@@ -307,7 +316,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	for _, i := range rk.r.Order() {
 		out.Order = append(out.Order, st.ids[i])
 	}
-	loads := s.loadsNow(r.Context(), h, len(st.ids))
+	loads := s.loadsNow(ctx, h, len(st.ids))
 	for i, id := range st.ids {
 		ev := rk.r.Evidence(i)
 		ps := PathwayStatus{
@@ -347,7 +356,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	if h.qoe != nil {
 		out.QoE = h.qoe.view()
 	}
-	api.WriteJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // warnHopGaps logs, and returns for the operator's answer, each hop of the

@@ -23,7 +23,7 @@ type steerRoute struct {
 }
 
 // The paths of the server's own routes, which no policy may take.
-var reserved = []string{"/v1/policies/", "/v1/records/", "/v1/rooms/", "/v1/front/", "/healthz", "/readyz", "/metrics"}
+var reserved = []string{"/v1/policies/", "/v1/records/", "/v1/rooms/", "/v1/front/", "/v1/dashboard", "/v1/dashboard/", "/dashboard", "/dashboard/", "/healthz", "/readyz", "/metrics"}
 
 // stableDecisions is the server's own prefix for decisions, served beside
 // each policy's decision_uri so that a decision stays reachable after its

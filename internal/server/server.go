@@ -16,6 +16,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
@@ -111,6 +112,8 @@ type Server struct {
 	records *recordCommitter
 	metrics *metrics
 	mux     http.Handler
+
+	dash dashHistory // the dashboard's samples
 
 	closing atomic.Bool
 	bgCtx   context.Context // the background work's, ended by Close
@@ -293,6 +296,13 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			go func() { defer s.bg.Done(); h.runOverlay(bg) }()
 		}
 	}
+	s.dash.rooms, s.dash.pools = map[sig.Hash][]RoomSample{}, map[string][]PoolSample{}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.sample(bg)
+		s.every(bg, dashEvery, s.sample)
+	}()
 	if len(s.watches()) > 0 || len(s.pools) > 0 {
 		// Pools may gain QoE by a reload.
 		s.bg.Add(1)
@@ -497,6 +507,10 @@ func (s *Server) newMux() http.Handler {
 	route("/v1/rooms/{room}/log/inclusion/{digest}", handler{get, routeLog, s.serveInclusion})
 	route("/v1/rooms/{room}/log/consistency", handler{get, routeLog, s.serveConsistency})
 	route("/v1/front/status", handler{get, routeFrontStatus, s.serveFrontStatus})
+	route("/v1/dashboard", handler{get, routeDashboard, s.serveDashboardState})
+	route("/v1/dashboard/inspect", handler{http.MethodPost, routeDashboard, s.serveInspect})
+	route("/dashboard", handler{get, routeDashboard, dashboard.Serve})
+	route("/dashboard/{file}", handler{get, routeDashboard, dashboard.Serve})
 	route("/healthz", handler{get, routeHealth, s.serveHealth})
 	route("/readyz", handler{get, routeReady, s.serveReady})
 	route("/metrics", handler{get, routeMetrics, s.serveMetrics})
