@@ -57,11 +57,11 @@ const (
 	StoreUnavailable Code = "store_unavailable"
 	Closing          Code = "closing"
 	Internal         Code = "internal"
-	BadQuery         Code = "bad_query"         // a query byte no request target may hold
-	Canceled         Code = "canceled"          // the front's fetch ended with its player's request
-	BadLogRequest    Code = "bad_log_request"   // a tile path or proof query of the log (issue 16) that does not read
-	BadReport        Code = "report_unreadable" // a CMCD event report (issue 17) of which no line reads
-	ReportFlood      Code = "too_many_reports"  // a player or an address over its rate of reports
+	BadQuery         Code = "bad_query"          // a query byte no request target may hold
+	Canceled         Code = "canceled"           // the front's fetch ended with its player's request
+	BadLogRequest    Code = "bad_log_request"    // a tile path or proof query of the log (issue 16) that does not read
+	BadReport        Code = "report_unreadable"  // a CMCD event report (issue 17) of which no line reads
+	ReportFlood      Code = "too_many_reports"   // a player or an address over its rate of reports
 	BadInspect       Code = "inspect_unreadable" // the dashboard inspector's input is no digest, decision URL or decision
 )
 

@@ -266,12 +266,12 @@ func (s *Server) serveDashboardState(w http.ResponseWriter, r *http.Request) {
 // the records it names, and §9.1's steps as the server's own verifier ran
 // them, each with its outcome, then the log's placement.
 type Inspection struct {
-	Digest   string          `json:"digest"` // the decision's (§7.3), of the bytes inspected
+	Digest   string           `json:"digest"` // the decision's (§7.3), of the bytes inspected
 	Decision *DecodedDecision `json:"decision,omitempty"`
-	Records  []InspectRecord `json:"records"`
-	Steps    []InspectStep   `json:"steps"`
-	Verdict  string          `json:"verdict"` // "accepted" or "refused"
-	Facts    *verify.Facts   `json:"facts,omitempty"`
+	Records  []InspectRecord  `json:"records"`
+	Steps    []InspectStep    `json:"steps"`
+	Verdict  string           `json:"verdict"` // "accepted" or "refused"
+	Facts    *verify.Facts    `json:"facts,omitempty"`
 	// Log is where the room's log holds the decision; nil when it does not
 	// (a decision pasted in that was never made), with why in LogError.
 	Log      *InspectLog `json:"log,omitempty"`
