@@ -224,6 +224,8 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 	fmt.Fprintf(w, "  go run ./cmd/waisteer audit -url %s -room %s\n", base, r.ID)
 	fmt.Fprintln(w, "The room's state, on the operator's route:")
 	fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' %s/v1/rooms/%s/status\n", r.Token, base, r.ID)
+	fmt.Fprintln(w, "The operator's dashboard, in a browser (sign in with the token):")
+	fmt.Fprintf(w, "  %s/dashboard  token %s\n", base, r.Token)
 	if dataDir != "" {
 		fmt.Fprintf(w, "The room's files and a configuration for `waisteer serve -c %s` are in %s.\n",
 			filepath.Join(filepath.Dir(dataDir), "serve.toml"), filepath.Dir(dataDir))
