@@ -323,6 +323,11 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 // (a player that timed nothing, as dash.js's CMCD mtp before its first
 // segment), and moves no one.
 func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, at time.Time) string {
+	below := rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
+		int(rep.Pathway) < len(rt.ids) && rep.Throughput > 0 && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest)
+	if !below && ph.away.empty() {
+		return "" // the common case: no session to read
+	}
 	ps, has := ph.p.SessionOf(req)
 	s := report.Session(ps)
 	if has {
@@ -330,15 +335,14 @@ func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, a
 			return id
 		}
 	}
-	if rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
-		int(rep.Pathway) < len(rt.ids) && rep.Throughput > 0 && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest) {
-		id := rt.ids[rep.Pathway]
-		if has {
-			ph.away.keep(s, id, at.Add(rt.qoe.Hold))
-		}
-		return id
+	if !below {
+		return ""
 	}
-	return ""
+	id := rt.ids[rep.Pathway]
+	if has {
+		ph.away.keep(s, id, at.Add(rt.qoe.Hold))
+	}
+	return id
 }
 
 // requestBase is the scheme and authority a request reached, which a

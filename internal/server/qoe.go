@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waisteer/waisteer/report"
@@ -110,7 +111,11 @@ func (w *qoeWatch) addReport(ids []string, rep report.Report, cohort string, ses
 type awayTable struct {
 	mu sync.Mutex
 	m  map[report.Session]awayEntry
+	n  atomic.Int64 // len(m), read without the lock
 }
+
+// empty reports whether no client is kept away.
+func (t *awayTable) empty() bool { return t.n.Load() == 0 }
 
 type awayEntry struct {
 	pathway string
@@ -130,6 +135,7 @@ func (t *awayTable) keep(s report.Session, pathway string, until time.Time) {
 	if _, ok := t.m[s]; ok || len(t.m) < maxAway {
 		t.m[s] = awayEntry{pathway, until}
 	}
+	t.n.Store(int64(len(t.m)))
 }
 
 // of is the pathway the session is kept away from at now, "" for none.
@@ -150,6 +156,7 @@ func (t *awayTable) sweep(now time.Time) {
 			delete(t.m, s)
 		}
 	}
+	t.n.Store(int64(len(t.m)))
 }
 
 func (t *awayTable) len() int {
