@@ -12,6 +12,7 @@
   const $ = (id) => document.getElementById(id);
   let timer = null;
   let polling = false;
+  let last = null; // the latest state, for the inspector's pathway names
 
   // h builds an element: h('td', {class: 'num'}, 'text', child, ...).
   function h(tag, attrs, ...kids) {
@@ -189,6 +190,7 @@
   // ---- the state -------------------------------------------------------
 
   function render(st) {
+    last = st;
     $('updated').textContent = 'Server ' + st.server + '; updated ' + clock(st.at) + ' (every ' + st.refresh_s + ' s)';
     $('updated').setAttribute('data-at', st.at);
     const rooms = $('rooms');
@@ -431,18 +433,29 @@
         r.steps.map((st) => [{ v: String(st.step), num: true }, st.name, badge(st.outcome, st.outcome.replace(' ', '')), st.code || '', st.where || '', st.detail || ''])),
     ];
     if (d) {
-      const ids = r.facts ? r.facts.pathways.map((p) => p.id) : d.pathways.map((_, i) => '#' + i);
+      // The pathways' ids: the verifier's facts, or for a refused decision
+      // the room's, when its policy is the active one (the status lists
+      // the pathways in the policy's order).
+      const rm = last && last.rooms.find((x) => x.status.policy.digest === d.policy);
+      const ids = r.facts ? r.facts.pathways.map((p) => p.id)
+        : rm && rm.status.pathways.length === d.pathways.length ? rm.status.pathways.map((p) => p.id)
+          : d.pathways.map((_, i) => '#' + i);
       parts.push(h('h3', {}, 'The decision (§7.1)'),
         h('dl', { class: 'facts' },
           [['room', d.room], ['signer', d.signer], ['policy', d.policy], ['t', `${d.t} (${roomTime(d.t)})`], ['session', d.session],
             ['draw', d.draw], ['protocol', d.protocol], ['report', Object.entries(d.report).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'],
             ['TTL', d.ttl + ' s'], ['reason', d.reason], ['priority', d.priority.map((i) => ids[i] || i).join(' › ')]]
             .map(([k, v]) => [h('dt', {}, k), h('dd', { class: 'mono' }, String(v))])),
-        table('Pathways in the decision', ['pathway', 'status', 'class', 'J', 'D', 'records', 'load', 'limits'],
+        table('Pathways in the decision', ['pathway', 'status', 'class', 'J', 'D', 'records', 'load', 'limits (bits)'],
           d.pathways.map((p, i) => [ids[i] || String(i), p.status, num(p.class), { v: p.joules, cls: 'mono' }, { v: p.delivery, cls: 'mono' }, num(p.records.length), num(p.load), num(p.limits)])));
     }
+    function pathwayName(i) {
+      const rm = d && last && last.rooms.find((x) => x.status.policy.digest === d.policy);
+      if (r.facts) return r.facts.pathways[i].id;
+      return rm && rm.status.pathways[i] ? rm.status.pathways[i].id : '#' + i;
+    }
     parts.push(table('Records the decision names', ['digest', 'pathway', 'found', 'hop', 'start', 'end', 'class', 'joules (µJ)'],
-      r.records.map((rc) => [hexCode(rc.digest), d && r.facts ? r.facts.pathways[rc.pathway].id : String(rc.pathway), rc.found ? 'yes' : 'no',
+      r.records.map((rc) => [hexCode(rc.digest), pathwayName(rc.pathway), rc.found ? 'yes' : 'no',
         rc.hop ? hexCode(rc.hop) : '—', rc.start ? roomTime(rc.start) : '—', rc.end ? roomTime(rc.end) : '—', rc.class || '—', num(rc.joules || null)]), 'It names no record.'));
     if (r.log) {
       parts.push(h('p', { class: 'log' }, 'In the room\'s log: entry ', h('strong', {}, r.log.index), ' of ', r.log.size,
