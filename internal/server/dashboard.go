@@ -126,13 +126,17 @@ func keep[T any](xs []T, x T) []T {
 // sample takes a sample of every room and pool.
 func (s *Server) sample(ctx context.Context) {
 	now := time.UnixMicro(int64(s.clock())).UTC()
+	// The loads a microsecond back: a read of the table moves the room's
+	// instant on to its own (issue 16), and a background read must not
+	// move a steering request's.
+	back := max(s.clock(), 1) - 1
 	type roomS struct {
 		id sig.Hash
 		rs RoomSample
 	}
 	var rooms []roomS
 	for _, h := range s.sortedHubs() {
-		st, aerr := s.roomStatus(ctx, h)
+		st, aerr := s.roomStatus(ctx, h, back)
 		if aerr != nil {
 			continue
 		}
@@ -144,7 +148,7 @@ func (s *Server) sample(ctx context.Context) {
 	}
 	var pools []poolS
 	for _, ph := range s.poolsSorted() {
-		v := s.poolView(ctx, ph)
+		v := s.poolViewAt(ctx, ph, back)
 		pools = append(pools, poolS{ph.name, poolSampleOf(now, &v)})
 	}
 	s.dash.mu.Lock()
@@ -195,7 +199,7 @@ func (s *Server) dashboardState(ctx context.Context) DashboardState {
 	}
 	s.dash.mu.Unlock()
 	for _, h := range s.sortedHubs() {
-		st, aerr := s.roomStatus(ctx, h)
+		st, aerr := s.roomStatus(ctx, h, s.clock())
 		if aerr != nil {
 			continue
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -205,4 +206,32 @@ func TestInspector(t *testing.T) {
 	if resp, _ := e.do("POST", "/v1/dashboard/inspect", []byte(`{"input":"`+digest+`"}`), nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without a token: %d", resp.StatusCode)
 	}
+}
+
+// BenchmarkDashboardState is the page's poll on a room of the scenario's
+// pathways with its records, beside the room's status route alone (the
+// baseline it builds on): the hops' timelines and the history are the
+// difference.
+func BenchmarkDashboardState(b *testing.B) {
+	e := newEnv(b, scenario.Spec{Periods: 6}, true)
+	for range 50 {
+		e.steer("/v1/steer", nil)
+	}
+	e.srv.sample(context.Background())
+	h := e.srv.sortedHubs()[0]
+	b.Run("status", func(b *testing.B) {
+		for b.Loop() {
+			if _, aerr := e.srv.roomStatus(context.Background(), h, e.srv.clock()); aerr != nil {
+				b.Fatal(aerr)
+			}
+		}
+	})
+	b.Run("dashboard", func(b *testing.B) {
+		for b.Loop() {
+			st := e.srv.dashboardState(context.Background())
+			if len(st.Rooms) != 1 {
+				b.Fatal(len(st.Rooms))
+			}
+		}
+	})
 }

@@ -338,8 +338,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // loadsNow is the room's loads at now, or nil when the table cannot say.
-func (s *Server) loadsNow(ctx context.Context, h *hub, n int) []uint32 {
-	loads, err := s.loads.Snapshot(ctx, h.id, n, s.clock())
+func (s *Server) loadsNow(ctx context.Context, h *hub, n int, at uint64) []uint32 {
+	loads, err := s.loads.Snapshot(ctx, h.id, n, at)
 	if err != nil {
 		return nil
 	}

@@ -277,7 +277,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	out, aerr := s.roomStatus(r.Context(), h)
+	out, aerr := s.roomStatus(r.Context(), h, s.clock())
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -285,8 +285,9 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusOK, out)
 }
 
-// roomStatus is a room's status now (its status route's answer).
-func (s *Server) roomStatus(ctx context.Context, h *hub) (Status, *api.Error) {
+// roomStatus is a room's status now (its status route's answer), with the
+// loads as of loadsAt on the room clock.
+func (s *Server) roomStatus(ctx context.Context, h *hub, loadsAt uint64) (Status, *api.Error) {
 	st := h.state.Load()
 	rk, t, err := h.rank(st, s.clock())
 	if err != nil {
@@ -316,7 +317,7 @@ func (s *Server) roomStatus(ctx context.Context, h *hub) (Status, *api.Error) {
 	for _, i := range rk.r.Order() {
 		out.Order = append(out.Order, st.ids[i])
 	}
-	loads := s.loadsNow(ctx, h, len(st.ids))
+	loads := s.loadsNow(ctx, h, len(st.ids), loadsAt)
 	for i, id := range st.ids {
 		ev := rk.r.Evidence(i)
 		ps := PathwayStatus{

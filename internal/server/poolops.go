@@ -182,10 +182,15 @@ func weightOf(p *pool.Pool, pathway string) uint32 {
 
 // poolView is the operator's view of a pool now.
 func (s *Server) poolView(ctx context.Context, ph *poolHub) PoolView {
+	return s.poolViewAt(ctx, ph, s.clock())
+}
+
+// poolViewAt is poolView with the live sessions as of loadsAt.
+func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) PoolView {
 	c := ph.p.Config()
 	v := PoolView{Server: s.name, Pool: ph.name, Path: c.Path, Enabled: ph.p.Enabled(), TTLs: c.TTL, Assign: c.Assign, Edges: []EdgeView{}}
 	edges := ph.p.Edges()
-	loads, _ := s.loads.Snapshot(ctx, ph.id, len(edges), s.clock())
+	loads, _ := s.loads.Snapshot(ctx, ph.id, len(edges), loadsAt)
 	for i, e := range edges {
 		ev := EdgeView{Pathway: e.Pathway, Host: e.Host, Weight: e.Weight, Checked: e.Checked, Drained: e.Drained,
 			Health: HealthView{Up: e.Up}, First: e.First}
