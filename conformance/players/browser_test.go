@@ -204,12 +204,66 @@ type line struct {
 
 // driver is the running node driver and what it has reported.
 type driver struct {
-	mu     sync.Mutex
-	lines  []line
+	*nodeScript
+	mu    sync.Mutex
+	lines []line
+}
+
+// nodeScript is a node script the test drives: its stdin, and its stdout
+// read line by line.
+type nodeScript struct {
 	stdin  io.WriteCloser
 	cmd    *exec.Cmd
 	exited chan struct{}
 	once   sync.Once
+}
+
+// startNode runs node's script with the JSON cfg as its argument, in a
+// process group of its own that dies with the test, its stderr in the
+// test's log under prefix; each line of its stdout (at most maxLine bytes)
+// is given to each, in order. It stops at the test's end.
+func startNode(t *testing.T, node, script string, cfg []byte, prefix string, maxLine int, each func([]byte)) *nodeScript {
+	t.Helper()
+	n := &nodeScript{exited: make(chan struct{})}
+	n.cmd = exec.Command(node, script, string(cfg))
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	n.cmd.Stderr = &logWriter{t: t, prefix: prefix}
+	var err error
+	if n.stdin, err = n.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := n.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("starting node: %v", err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), maxLine)
+		for sc.Scan() {
+			each(sc.Bytes())
+		}
+	}()
+	go func() { <-read; n.cmd.Wait(); close(n.exited) }()
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+// stop closes the script's stdin, gives it 10 s to end, and kills its
+// group.
+func (n *nodeScript) stop(t *testing.T) {
+	n.once.Do(func() {
+		n.stdin.Close()
+		select {
+		case <-n.exited:
+		case <-time.After(10 * time.Second):
+		}
+		killGroup(t, "node", n.cmd, n.exited, "")
+	})
 }
 
 func (d *driver) all() []line {
@@ -225,52 +279,21 @@ func startDriver(t *testing.T, node, ws string, pages []pageRun) *driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &driver{exited: make(chan struct{})}
-	d.cmd = exec.Command(node, "driver.mjs", string(cfg))
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	d.cmd.Stderr = &logWriter{t: t, prefix: "driver: "}
-	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := d.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("starting node: %v", err)
-	}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var l line
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				l = line{Kind: "console", Type: "driver", Text: sc.Text()}
-			}
-			l.at = time.Now()
-			d.mu.Lock()
-			d.lines = append(d.lines, l)
-			d.mu.Unlock()
+	d := &driver{}
+	d.nodeScript = startNode(t, node, "driver.mjs", cfg, "driver: ", 1<<20, func(b []byte) {
+		var l line
+		if err := json.Unmarshal(b, &l); err != nil {
+			l = line{Kind: "console", Type: "driver", Text: string(b)}
 		}
-	}()
-	go func() { <-read; d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() { d.stop(t) })
+		l.at = time.Now()
+		d.mu.Lock()
+		d.lines = append(d.lines, l)
+		d.mu.Unlock()
+	})
 	return d
 }
 
 // stop closes the driver's stdin, which ends it, and then its group.
-func (d *driver) stop(t *testing.T) {
-	d.once.Do(func() {
-		d.stdin.Close()
-		select {
-		case <-d.exited:
-		case <-time.After(10 * time.Second):
-		}
-		killGroup(t, "node", d.cmd, d.exited, "")
-	})
-}
 
 // logWriter passes a child's stderr to the test's log.
 type logWriter struct {

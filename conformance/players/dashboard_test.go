@@ -1,7 +1,6 @@
 package players
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -15,13 +14,11 @@ import (
 	"math/big"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -501,14 +498,11 @@ func (o *demoOutput) waitFor(t *testing.T, re *regexp.Regexp, within time.Durati
 
 // dashDriver is dashboard.mjs, running, and what it reported.
 type dashDriver struct {
+	*nodeScript
 	mu      sync.Mutex
 	events  []map[string]any
 	replies map[int]chan map[string]any
 	next    int
-	stdin   io.WriteCloser
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	once    sync.Once
 	// expected are the answers of 400 or more the test provokes, in order.
 	expected []expectedResponse
 }
@@ -521,53 +515,22 @@ type expectedResponse struct {
 func startDashDriver(t *testing.T, node, ws string) *dashDriver {
 	t.Helper()
 	cfg, _ := json.Marshal(map[string]any{"cdp": ws})
-	d := &dashDriver{replies: map[int]chan map[string]any{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(node, "dashboard.mjs", string(cfg))
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	d.cmd.Stderr = &logWriter{t: t, prefix: "dashboard driver: "}
-	var err error
-	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := d.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("starting node: %v", err)
-	}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 8<<20)
-		for sc.Scan() {
-			var ev map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				ev = map[string]any{"kind": "console", "type": "driver", "text": sc.Text()}
-			}
-			d.mu.Lock()
-			if ev["kind"] == "reply" {
-				id, _ := ev["id"].(float64)
-				if ch, ok := d.replies[int(id)]; ok {
-					ch <- ev
-				}
-			} else {
-				d.events = append(d.events, ev)
-			}
-			d.mu.Unlock()
+	d := &dashDriver{replies: map[int]chan map[string]any{}}
+	d.nodeScript = startNode(t, node, "dashboard.mjs", cfg, "dashboard driver: ", 8<<20, func(b []byte) {
+		var ev map[string]any
+		if err := json.Unmarshal(b, &ev); err != nil {
+			ev = map[string]any{"kind": "console", "type": "driver", "text": string(b)}
 		}
-	}()
-	go func() { <-read; d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		d.once.Do(func() {
-			d.stdin.Close()
-			select {
-			case <-d.exited:
-			case <-time.After(10 * time.Second):
+		d.mu.Lock()
+		if ev["kind"] == "reply" {
+			id, _ := ev["id"].(float64)
+			if ch, ok := d.replies[int(id)]; ok {
+				ch <- ev
 			}
-			killGroup(t, "node", d.cmd, d.exited, "")
-		})
+		} else {
+			d.events = append(d.events, ev)
+		}
+		d.mu.Unlock()
 	})
 	return d
 }
