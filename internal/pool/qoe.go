@@ -51,16 +51,14 @@ const (
 func readQoE(f *QoEFile, c *Config, ps *problems) {
 	q := &QoE{Config: qoe.Config{Window: time.Minute, MinSessions: 30, Margin: 0.2, Hold: time.Minute, ProbeShare: 0.2}, ShortTTL: -1}
 	if f.WindowS != nil {
-		ps.inRange("qoe.window_s", *f.WindowS, 1, int64(maxWindow/time.Second))
-		q.Window = time.Duration(clamp(*f.WindowS, -1e6, 1e6)) * time.Second
+		q.Window = ps.seconds("qoe.window_s", *f.WindowS, maxWindow)
 	}
 	if f.MinSessions != nil {
 		ps.inRange("qoe.min_sessions", *f.MinSessions, 1, maxMinSessions)
 		q.MinSessions = clampInt(*f.MinSessions)
 	}
 	if f.FloorBps != nil {
-		ps.inRange("qoe.floor_bps", *f.FloorBps, 0, maxFloor)
-		q.Floor = uint64(clamp(*f.FloorBps, 0, math.MaxInt64))
+		q.Floor = ps.bps("qoe.floor_bps", *f.FloorBps)
 	}
 	if f.Fraction != nil {
 		q.Fraction = *f.Fraction
@@ -72,21 +70,31 @@ func readQoE(f *QoEFile, c *Config, ps *problems) {
 		q.ProbeShare = *f.ProbeShare
 	}
 	if f.HoldS != nil {
-		ps.inRange("qoe.hold_s", *f.HoldS, 1, int64(maxWindow/time.Second))
-		q.Hold = time.Duration(clamp(*f.HoldS, -1e6, 1e6)) * time.Second
+		q.Hold = ps.seconds("qoe.hold_s", *f.HoldS, maxWindow)
 	}
 	if f.ShortTTLs != nil {
 		ps.inRange("qoe.short_ttl_s", *f.ShortTTLs, 1, maxTTL)
 		q.ShortTTL = clampInt(*f.ShortTTLs)
 	}
 	if f.LowestBps != nil {
-		ps.inRange("qoe.lowest_bps", *f.LowestBps, 0, maxFloor)
-		q.Lowest = uint64(clamp(*f.LowestBps, 0, math.MaxInt64))
+		q.Lowest = ps.bps("qoe.lowest_bps", *f.LowestBps)
 	}
 	if q.ShortTTL < 0 {
 		q.ShortTTL = min(defaultShortTTL, c.TTL)
 	}
 	c.QoE = q
+}
+
+// seconds reads a count of seconds, 1 to top, checked as written.
+func (ps *problems) seconds(key string, v int64, top time.Duration) time.Duration {
+	ps.inRange(key, v, 1, int64(top/time.Second))
+	return time.Duration(clamp(v, -1e6, 1e6)) * time.Second
+}
+
+// bps reads a bitrate, 0 to maxFloor, checked as written.
+func (ps *problems) bps(key string, v int64) uint64 {
+	ps.inRange(key, v, 0, maxFloor)
+	return uint64(clamp(v, 0, math.MaxInt64))
 }
 
 // checkQoE is Check's part for the QoE table.

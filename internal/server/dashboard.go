@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/verify"
 	"github.com/waisteer/waisteer/verify/audit"
 )
@@ -228,15 +231,7 @@ func (s *Server) hopsOf(h *hub, w [2]uint64) []HopDash {
 		for _, hop := range pw.Hops {
 			hd := HopDash{Pathway: pw.ID, Hop: hop.Key.String(), Records: []RecordSpan{}, Gaps: [][2]uint64{}}
 			es := h.index.InWindow(hop.Key, w[0], w[1])
-			slices.SortFunc(es, func(x, y evidence.Entry) int {
-				switch {
-				case x.Record.Start < y.Record.Start:
-					return -1
-				case x.Record.Start > y.Record.Start:
-					return 1
-				}
-				return 0
-			})
+			slices.SortFunc(es, func(x, y evidence.Entry) int { return cmp.Compare(x.Record.Start, y.Record.Start) })
 			at := w[0]
 			for _, e := range es {
 				r := e.Record
@@ -533,20 +528,20 @@ func decoded(d *decision.Decision) *DecodedDecision {
 		Report: map[string]uint64{}, Pathways: []DecodedPathway{}, Priority: []int{},
 	}
 	switch d.Protocol {
-	case 1:
+	case report.HLS:
 		out.Protocol = "hls"
-	case 2:
+	case report.DASH:
 		out.Protocol = "dash"
 	default:
 		out.Protocol = "none"
 	}
-	if d.Report.Present&1 != 0 {
+	if d.Report.Present&report.HasPathway != 0 {
 		out.Report["pathway"] = uint64(d.Report.Pathway)
 	}
-	if d.Report.Present&2 != 0 {
+	if d.Report.Present&report.HasThroughput != 0 {
 		out.Report["throughput"] = d.Report.Throughput
 	}
-	if d.Report.Present&4 != 0 {
+	if d.Report.Present&report.HasBuffer != 0 {
 		out.Report["buffer"] = d.Report.Buffer
 	}
 	for _, p := range d.Pathways {
@@ -574,30 +569,9 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2 := r.Clone(r.Context())
 	r2.RequestURI = r.URL.RequestURI()
 	r2.RemoteAddr = "127.0.0.1:0"
-	rec := &recorder{header: http.Header{}, code: http.StatusOK}
+	rec := httptest.NewRecorder()
 	t.s.ServeHTTP(rec, r2)
-	return &http.Response{
-		StatusCode: rec.code, Status: http.StatusText(rec.code), Header: rec.header,
-		Body: io.NopCloser(bytes.NewReader(rec.body.Bytes())), ContentLength: int64(rec.body.Len()),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
-	}, nil
-}
-
-// recorder is a ResponseWriter into memory.
-type recorder struct {
-	header http.Header
-	body   bytes.Buffer
-	code   int
-	wrote  bool
-}
-
-func (w *recorder) Header() http.Header { return w.header }
-func (w *recorder) WriteHeader(code int) {
-	if !w.wrote {
-		w.code, w.wrote = code, true
-	}
-}
-func (w *recorder) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.body.Write(b)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
 }

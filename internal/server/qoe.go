@@ -82,12 +82,10 @@ func (s *Server) evaluateQoE(context.Context) {
 	now := time.UnixMicro(int64(s.clock()))
 	for _, w := range s.watches() {
 		s.evaluate(w, now)
+		w.limit.sweep(now)
 	}
 	for _, ph := range s.poolsSorted() {
 		ph.away.sweep(now)
-	}
-	for _, w := range s.watches() {
-		w.limit.sweep(now)
 	}
 }
 

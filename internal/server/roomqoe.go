@@ -75,13 +75,6 @@ func (h *hub) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool
 	return out
 }
 
-// qoeDegraded is the room's pathways the QoE moved off now.
-func (h *hub) qoeDegraded() []string {
-	h.qoeMu.Lock()
-	defer h.qoeMu.Unlock()
-	return slices.Clone(h.degraded)
-}
-
 func (h *hub) reportsTo(*http.Request) (*qoeWatch, []string, string) {
 	if h.qoe == nil {
 		return nil, nil, ""

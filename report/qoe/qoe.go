@@ -9,10 +9,12 @@
 package qoe
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -305,14 +307,9 @@ func (a *Aggregator) Evaluate(now time.Time) []Move {
 		cohorts[k.Cohort] = append(cohorts[k.Cohort], k)
 	}
 	var moves []Move
-	names := make([]string, 0, len(cohorts))
-	for name := range cohorts {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(cohorts)) {
 		keys := cohorts[name]
-		sort.Slice(keys, func(i, j int) bool { return keys[i].Pathway < keys[j].Pathway })
+		slices.SortFunc(keys, func(x, y Key) int { return strings.Compare(x.Pathway, y.Pathway) })
 		var best uint64
 		for _, k := range keys {
 			if f := figs[k]; f.WithT >= cfg.MinSessions {
@@ -457,11 +454,8 @@ func (a *Aggregator) Figures() []Figures {
 	for k, c := range a.cells {
 		out = append(out, c.figures(k))
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Cohort != out[j].Cohort {
-			return out[i].Cohort < out[j].Cohort
-		}
-		return out[i].Pathway < out[j].Pathway
+	slices.SortFunc(out, func(x, y Figures) int {
+		return cmp.Or(strings.Compare(x.Cohort, y.Cohort), strings.Compare(x.Pathway, y.Pathway))
 	})
 	return out
 }
