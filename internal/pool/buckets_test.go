@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -337,4 +338,79 @@ func TestCohortParam(t *testing.T) {
 			t.Errorf("%s: from the RELOAD-URI %s, then %s", tc.query, m.raw, n.raw)
 		}
 	}
+}
+
+// TestCohortBucketsAnyOrder (issue 26 item 7): a rule limited to a cohort
+// gives its share of that cohort's sessions, within ±1 %, whatever order
+// the cohorts' first requests arrive in. With one counter for every cohort,
+// a balancer that alternates US and DE sessions dealt US only buckets of
+// one parity: the zh seed's "30 % of US viewers" came out 20 % or 40 %.
+func TestCohortBucketsAnyOrder(t *testing.T) {
+	const us, perOrder = 30_000, 10 // US sessions per order; buckets
+	// Each order says whether arrival i is a US session, knowing the bucket
+	// the previous session was dealt (its RELOAD-URI's bucket parameter).
+	orders := map[string]func(i, last int) bool{
+		"alternating":     func(i, _ int) bool { return i%2 == 0 },
+		"one US in three": func(i, _ int) bool { return i%3 == 0 },
+		"US bursts of 3":  func(i, _ int) bool { return i%perOrder < 3 },
+		"shuffled": func() func(int, int) bool {
+			r := rand.New(rand.NewPCG(26, 7))
+			return func(int, int) bool { return r.IntN(2) == 0 }
+		}(),
+		// An adversary that reads the buckets dealt: a US session only
+		// when a counter shared by every cohort would deal bucket 1, 2 or
+		// 3 next, so that every US session fell in the rule.
+		"against one counter": func(_, last int) bool { return last == perOrder || last < 3 },
+	}
+	for name, isUS := range orders {
+		t.Run(name, func(t *testing.T) {
+			c := config("old", 1, "new", 1)
+			c.Assign, c.Buckets, c.CohortHeader = AssignBuckets, perOrder, "CDN-Country"
+			c.Rules = []Rule{
+				{First: 1, Last: 3, Priority: []string{"new", "old"}, Cohort: []string{"US"}},
+				{First: 1, Last: perOrder, Priority: []string{"old", "new"}},
+			}
+			p := newPool(t, c)
+			var buf []byte
+			usN, usNew, deNew, last := 0, 0, 0, 0
+			for i := 0; usN < us; i++ {
+				cohort := "DE"
+				if isUS(i, last) {
+					cohort = "US"
+				}
+				buf, _, _ = p.Steer(buf[:0], &Request{Base: "https://steer.example", Cohort: cohort})
+				last = bucketOf(t, buf)
+				first := cutPriority(t, buf)[0] == "new"
+				if cohort == "US" {
+					usN++
+					if first {
+						usNew++
+					}
+				} else if first {
+					deNew++
+				}
+			}
+			// The seed's share is 30 % of US sessions; ±1 % of them.
+			if share := float64(usNew) / us; share < 0.29 || share > 0.31 {
+				t.Errorf("US: the new CDN first for %d of %d (%.4f), want 30 %% ± 1 %%", usNew, us, share)
+			}
+			if deNew != 0 {
+				t.Errorf("DE: the new CDN first for %d sessions, want none", deNew)
+			}
+		})
+	}
+}
+
+// bucketOf is the bucket parameter of a manifest's RELOAD-URI.
+func bucketOf(t *testing.T, manifest []byte) int {
+	t.Helper()
+	u, err := url.Parse(reloadOf(t, manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := strconv.Atoi(u.Query().Get("bucket"))
+	if err != nil {
+		t.Fatalf("%s: no bucket", manifest)
+	}
+	return b
 }

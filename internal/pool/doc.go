@@ -43,8 +43,11 @@
 //
 // A session that does not decrypt to six zero bytes was not minted here and
 // is replaced; under buckets so is one whose bucket is out of range or
-// differs from the request's bucket parameter. Buckets are dealt round-robin
-// from a counter that starts at a random offset.
+// differs from the request's bucket parameter. Buckets are dealt round-robin,
+// each cohort a rule names from a counter of its own and every other
+// session from one more, each starting at a random offset: a rule limited to
+// a cohort then gives its share of that cohort whatever the order in which
+// the cohorts' sessions arrive.
 //
 // # Wire format
 //

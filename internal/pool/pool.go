@@ -19,8 +19,6 @@ import (
 // Steer takes no lock.
 type Pool struct {
 	block cipher.Block
-	// next deals buckets round-robin.
-	next atomic.Uint64
 	// mu orders the writers, which build a new state from the current one.
 	mu    sync.Mutex
 	state atomic.Pointer[state]
@@ -73,6 +71,12 @@ type shape struct {
 	byBucket    [][]int32 // by bucket−1: the rules whose range holds it, in order, up to the first for every session
 	ruleCohorts [][]int32 // by rule: the ids of its cohort; nil for every session
 	cohortIDs   map[string]int32
+	// dealers deal buckets round-robin, one for each cohort a rule names
+	// (by id + 1) and one for every other session (0): a rule limited to a
+	// cohort gives its share of that cohort's sessions whatever order the
+	// cohorts arrive in (issue 26 item 7). A dealer is kept across
+	// configurations while its cohort is named.
+	dealers []*atomic.Uint64
 
 	// fixed bounds a manifest's length but for the request's base.
 	fixed int
@@ -100,11 +104,6 @@ func New(c Config, key [16]byte) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{block: b}
-	// A random start, so that servers started together do not deal the
-	// same buckets to their first sessions.
-	var start [8]byte
-	rand.Read(start[:])
-	p.next.Store(binary.LittleEndian.Uint64(start[:]))
 	p.state.Store(p.newState(newShape(c.clone(), nil)))
 	return p, nil
 }
@@ -285,6 +284,11 @@ func newShape(c Config, old *shape) *shape {
 				sh.byBucket[b-1] = append(rules, int32(ri))
 			}
 		}
+		sh.dealers = make([]*atomic.Uint64, len(sh.cohortIDs)+1)
+		sh.dealers[0] = old.dealer("", false)
+		for v, id := range sh.cohortIDs {
+			sh.dealers[id+1] = old.dealer(v, true)
+		}
 	}
 
 	sh.fixed = len(sh.head) + len(sh.pathQ) + 2*len(Session{}) + len(`&bucket=65535`) +
@@ -293,6 +297,26 @@ func newShape(c Config, old *shape) *shape {
 		sh.fixed += len(sh.quoted[i]) + 1 + len(sh.clone[i]) + 1
 	}
 	return sh
+}
+
+// dealer is old's dealer of cohort v (of the sessions no rule's cohort
+// holds when named is false), or a new one when old, which may be nil, has
+// none. A new dealer starts at a random offset, so that servers started
+// together do not deal the same buckets to their first sessions.
+func (old *shape) dealer(v string, named bool) *atomic.Uint64 {
+	if old != nil && old.dealers != nil {
+		if !named {
+			return old.dealers[0]
+		}
+		if id, ok := old.cohortIDs[v]; ok {
+			return old.dealers[id+1]
+		}
+	}
+	var start [8]byte
+	rand.Read(start[:])
+	d := new(atomic.Uint64)
+	d.Store(binary.LittleEndian.Uint64(start[:]))
+	return d
 }
 
 // lookup finds an edge of a shape, which may be nil, by its pathway.

@@ -141,7 +141,6 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 // smallPool.
 func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte, short bool) {
 	n := len(st.runs)
-	s, bucket = p.sessionOf(st, q, scratch32)
 
 	// The cohort: the header's each request, or the parameter's, which the
 	// RELOAD-URI carries on; a value no cohort could hold is none.
@@ -165,6 +164,7 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 	if carried == nil && st.cfg.CohortHeader == "" {
 		behind = st.behind[""] // no cohort: the sessions without one are a cohort too
 	}
+	s, bucket = p.sessionOf(st, q, scratch32, cohort)
 
 	var keys []ranked
 	if sc == nil {
@@ -275,14 +275,15 @@ func (p *Pool) Order(req *Request) (Opening, bool) {
 
 // sessionOf keeps the request's session when this server minted it (and,
 // under buckets, its bucket is in range and is the request's bucket), and
-// mints one otherwise; scratch is 32 bytes for AES.
-func (p *Pool) sessionOf(st *state, q *query, scratch []byte) (Session, int) {
+// mints one otherwise, its bucket dealt by the dealer of its cohort (the
+// id a rule names it by, or −1); scratch is 32 bytes for AES.
+func (p *Pool) sessionOf(st *state, q *query, scratch []byte, cohort int32) (Session, int) {
 	if s, bucket, ok := p.kept(st, q, scratch); ok {
 		return s, bucket
 	}
 	bucket := 0
 	if st.buckets {
-		bucket = int(p.next.Add(1)%uint64(st.cfg.Buckets)) + 1
+		bucket = int(st.dealers[cohort+1].Add(1)%uint64(st.cfg.Buckets)) + 1
 	}
 	return mint(p.block, uint16(bucket), scratch), bucket
 }
