@@ -1,17 +1,22 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/ruleref"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/report/qoe"
+	"github.com/waisteer/waisteer/verify"
 )
 
 // downSpec is the scenario of issue 26 item 4's tests: pathways a, b and c
@@ -284,4 +289,248 @@ func checkOverlay(t *testing.T, base, ov *policy.Policy, down map[string]bool, s
 	if ov.Digest() == base.Digest() {
 		t.Error("the overlay is the operator's policy")
 	}
+}
+
+// auditor verifies decisions as `waisteer verify -url` does (env.audit,
+// §9.1), fetching what is addressed by digest once.
+type auditor struct {
+	e     *env
+	cache map[string][]byte
+}
+
+func newAuditor(e *env) *auditor { return &auditor{e: e, cache: map[string][]byte{}} }
+
+func (a *auditor) fetch(target string) []byte {
+	if b, ok := a.cache[target]; ok {
+		return b
+	}
+	b := a.e.fetch(target)
+	a.cache[target] = b
+	return b
+}
+
+// audit verifies the decision a manifest names, with the manifest, by the
+// verify package (§9.1); it returns the decision.
+func (a *auditor) audit(m *manifest) *decision.Decision {
+	t := a.e.t
+	t.Helper()
+	resp, raw := a.e.get(path(t, m.Decision))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET decision: %d: %s", resp.StatusCode, raw)
+	}
+	d, err := decision.Parse(raw)
+	if err != nil {
+		t.Fatalf("decision: %v", err)
+	}
+	in := verify.Input{
+		Descriptor: a.fetch("/v1/rooms/" + d.Room.String() + "/descriptor"),
+		KeyLogHead: a.fetch("/v1/rooms/" + d.Room.String() + "/keylog"),
+		Policy:     a.fetch("/v1/policies/" + d.Policy.String()),
+		Decision:   raw,
+		Manifest:   m.raw,
+	}
+	for _, pw := range d.Pathways {
+		for _, h := range pw.Records {
+			in.Records = append(in.Records, a.fetch("/v1/records/"+h.String()))
+		}
+	}
+	if _, err := verify.Verify(in); err != nil {
+		t.Fatalf("verify %s: %v", m.raw, err)
+	}
+	return d
+}
+
+// player is a player that keeps reporting one pathway as its current one,
+// in one of the ways of downReports, on its session's RELOAD-URI.
+type player struct {
+	reload string // the path and query of its last manifest's RELOAD-URI
+	query  string // its report's query parameters
+	header http.Header
+}
+
+func (p *player) target() string { return p.reload + "&" + p.query }
+
+// reportsOf are the players' reports of v: downReports' parameters.
+func reportsOf(v string, n int) []player {
+	rs := downReports(v)
+	out := make([]player, n)
+	for i := range out {
+		r := rs[i%len(rs)]
+		_, q, _ := strings.Cut(r.target, "?")
+		out[i] = player{query: q, header: r.header}
+	}
+	return out
+}
+
+// keepReporting has each player ask rounds times, reporting its pathway v,
+// while the room steers by the overlay policy digest over: v is never
+// first, every decision verifies (§9.1) and is made under over, and its
+// report names v. It returns how many decisions were made with v's load 0,
+// the issue's case.
+func keepReporting(t *testing.T, e *env, a *auditor, players []player, rounds int, v, over string) (decisions, zero int) {
+	t.Helper()
+	vi, _ := e.sc.Policy.Index(v)
+	for range rounds {
+		for i := range players {
+			p := &players[i]
+			m := e.steer(p.target(), p.header)
+			if m.Priority[0] == v {
+				t.Fatalf("%s is first while it is down (%s %v): %s", v, p.target(), p.header, m.raw)
+			}
+			d := a.audit(m)
+			if d.Policy.String() != over {
+				t.Fatalf("a decision under %s while the room steers by %s", d.Policy, over)
+			}
+			if d.Report.Present&report.HasPathway == 0 || int(d.Report.Pathway) != vi {
+				t.Fatalf("%s %v: the decision's report %+v does not name %s", p.target(), p.header, d.Report, v)
+			}
+			decisions++
+			if d.Pathways[vi].Load == 0 {
+				zero++
+			}
+			p.reload = path(t, m.Reload)
+		}
+	}
+	return decisions, zero
+}
+
+// backOn has each player ask once more: each decision is under the
+// operator's policy and verifies, and v is first again for some.
+func backOn(t *testing.T, e *env, a *auditor, players []player, v, operator string) {
+	t.Helper()
+	first := 0
+	for i := range players {
+		p := &players[i]
+		m := e.steer(p.target(), p.header)
+		if d := a.audit(m); d.Policy.String() != operator {
+			t.Fatalf("back: a decision under %s, want the operator's %s", d.Policy, operator)
+		}
+		if m.Priority[0] == v {
+			first++
+		}
+	}
+	if first == 0 {
+		t.Errorf("back: %s is first for none of %d players", v, len(players))
+	}
+}
+
+// TestRoomDownNeverFirst is issue 26's "Must show": an energy room with
+// check_urls, a pathway killed (its health endpoint fails) while players
+// keep reporting it as their current pathway, in HLS, DASH and CMCD, on
+// their sessions' RELOAD-URIs. Once its sessions have moved away its load is
+// 0, and still it is never first; every decision verifies (§9.1) under the
+// health policy; after it is back, the room steers by the operator's digest
+// again.
+func TestRoomDownNeverFirst(t *testing.T) {
+	e := newEnv(t, downSpec(nil), false)
+	e.stop()
+	edges := map[string]*healthEdge{}
+	checks := RoomChecks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
+	for _, id := range e.sc.Policy.IDs() {
+		edges[id] = newHealthEdge(t)
+		checks.URLs[id] = edges[id].url()
+	}
+	e.start(func(c *Config) { c.Rooms[0].Checks = checks })
+	e.postRecords(e.sc.Records, http.StatusOK)
+	operator := e.sc.Policy.Digest().String()
+	const victim = "b" // the first of §6.2's order (downSpec)
+
+	players := reportsOf(victim, 33) // three of each report
+	on := 0
+	for i := range players {
+		m := e.steer("/v1/steer", nil)
+		players[i].reload = path(t, m.Reload)
+		if m.Priority[0] == victim {
+			on++
+		}
+	}
+	if on == 0 {
+		t.Fatalf("no player starts on %s", victim)
+	}
+	edges[victim].up.Store(false)
+	waitFor(t, 5*time.Second, "the room steering by the health policy", func() bool { return e.status().Policy.Digest != operator })
+	over := e.status().Policy.Digest
+	a := newAuditor(e)
+	n, zero := keepReporting(t, e, a, players, 4, victim, over)
+	// The first round moves the players on the victim away; from then on
+	// its load is 0, the case the issue found.
+	if zero < n-len(players) {
+		t.Errorf("%d of %d decisions with %s's load 0, want at least %d", zero, n, victim, n-len(players))
+	}
+	t.Logf("%d decisions while %s was down, %d with its load 0: none put it first", n, victim, zero)
+
+	edges[victim].up.Store(true)
+	waitFor(t, 5*time.Second, "the operator's policy again", func() bool { return e.status().Policy.Digest == operator })
+	backOn(t, e, a, players, victim, operator)
+}
+
+// TestRoomQoEDownNeverFirst is TestRoomDownNeverFirst for the QoE overlay
+// (issue 26: "for health and QoE overlays alike"): the players on the
+// victim report it slow (2 Mbit/s against 10 on the others) and keep
+// reporting it as their current pathway, slow or with no throughput, with a
+// short buffer or none, in HLS, DASH and CMCD; it is never first, every
+// decision verifies, and once too few report it for the hold the room is on
+// the operator's digest again.
+func TestRoomQoEDownNeverFirst(t *testing.T) {
+	e := newEnv(t, downSpec(nil), false)
+	e.stop()
+	e.start(func(c *Config) {
+		c.Rooms[0].QoE = &qoe.Config{Window: 2 * time.Second, MinSessions: 5, Fraction: 0.5, Margin: 0.2, Hold: time.Second}
+	})
+	e.postRecords(e.sc.Records, http.StatusOK)
+	operator := e.sc.Policy.Digest().String()
+	const victim = "b" // the first of §6.2's order (downSpec)
+	slow := []struct {
+		query  string
+		header http.Header
+	}{
+		{"_HLS_pathway=b&_HLS_throughput=2000000", nil},
+		{"_HLS_pathway=b", nil},
+		{`_DASH_pathway="b"&_DASH_throughput=2000000`, nil},
+		{"_HLS_pathway=b&CMCD=bl%3D500%2Cmtp%3D2000", nil},
+		{"_HLS_pathway=b&_HLS_throughput=1900000", http.Header{"Cmcd-Request": {"bl=800"}}},
+		{"_DASH_pathway=b", http.Header{"Cmcd-Request": {"bl=30000,mtp=1500"}}},
+	}
+	var players []player
+	for i := range 18 {
+		s := slow[i%len(slow)]
+		m := e.steer("/v1/steer?"+s.query, s.header)
+		players = append(players, player{reload: path(t, m.Reload), query: s.query, header: s.header})
+	}
+	var others []string // the reload paths of players on a and c
+	for _, id := range []string{"a", "c"} {
+		for range 5 {
+			m := e.steer("/v1/steer?_HLS_pathway="+id+"&_HLS_throughput=10000000", nil)
+			others = append(others, path(t, m.Reload)+"&_HLS_pathway="+id+"&_HLS_throughput=10000000")
+		}
+	}
+	waitFor(t, 5*time.Second, "the room steering by the QoE policy", func() bool { return e.status().Policy.Digest != operator })
+	over := e.status().Policy.Digest
+	a := newAuditor(e)
+	// The players on a and c ask again too: those the operator's policy
+	// put on b move away, so that b's load is 0 once its own have moved.
+	for _, target := range others {
+		if m := e.steer(target, nil); m.Priority[0] == victim {
+			t.Fatalf("%s is first while it is degraded: %s", victim, m.raw)
+		} else if d := a.audit(m); d.Policy.String() != over {
+			t.Fatalf("a decision under %s while the room steers by %s", d.Policy, over)
+		}
+	}
+	n, zero := keepReporting(t, e, a, players, 4, victim, over)
+	if zero < n-len(players) {
+		t.Errorf("%d of %d decisions with %s's load 0, want at least %d", zero, n, victim, n-len(players))
+	}
+	if st := e.status(); st.Policy.Digest != over || st.QoE == nil || len(st.QoE.Moves) != 1 {
+		t.Fatalf("the QoE overlay did not hold while its players kept reporting %s slow: %+v", victim, st.QoE)
+	}
+	t.Logf("%d decisions while %s was degraded, %d with its load 0: none put it first", n, victim, zero)
+
+	// No more reports: thin after the window, then given back (the probe
+	// of a room is everyone), as in TestRoomQoE.
+	e.clock.Add(3_000_000)
+	e.srv.evaluateQoE(context.Background())
+	e.clock.Add(1_000_000)
+	e.srv.evaluateQoE(context.Background())
+	waitFor(t, 5*time.Second, "the operator's policy again", func() bool { return e.status().Policy.Digest == operator })
+	backOn(t, e, a, players[:1], victim, operator)
 }
