@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -533,4 +534,46 @@ func TestRoomQoEDownNeverFirst(t *testing.T) {
 	e.srv.evaluateQoE(context.Background())
 	waitFor(t, 5*time.Second, "the operator's policy again", func() bool { return e.status().Policy.Digest == operator })
 	backOn(t, e, a, players[:1], victim, operator)
+}
+
+// TestQoEKeepsALeader: the QoE adds its degraded pathways to those kept out
+// of the limits only while a pathway outside both could still be first for
+// a new client under the operator's policy (§6.1: latency at most the
+// ceiling, the floor tier carried, a capacity above 0). Otherwise every
+// client would get §6.4 step 3's none, and a room whose every usable
+// pathway degrades steers by its other limits instead (SPEC-NOTES, issue
+// 17). Expected sets by hand.
+func TestQoEKeepsALeader(t *testing.T) {
+	sc, err := scenario.Build(downSpec(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func(*policy.Pathway)
+		health []string // pathways down by their checks
+		want   []string
+	}{
+		{"c leads", nil, nil, []string{"a", "b"}},
+		{"c down", nil, []string{"c"}, []string{"c"}},
+		{"c past the ceiling", func(pw *policy.Pathway) { pw.LatencyMs = 501 }, nil, nil},
+		{"c below the floor", func(pw *policy.Pathway) { pw.TopTier = 0 }, nil, nil},
+		{"c at capacity 0", func(pw *policy.Pathway) { pw.Capacity = 0 }, nil, nil},
+		{"c at capacity 1", func(pw *policy.Pathway) { pw.Capacity = 1 }, nil, []string{"a", "b"}},
+	} {
+		base := *sc.Policy
+		base.Pathways = slices.Clone(sc.Policy.Pathways)
+		if tc.edit != nil {
+			tc.edit(&base.Pathways[2])
+		}
+		h := &hub{qoe: &qoeWatch{}, degraded: []string{"a", "b"}}
+		down := map[string]bool{}
+		for _, id := range tc.health {
+			down[id] = true
+		}
+		got := slices.Sorted(maps.Keys(h.qoeDown(&base, down)))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: down %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
