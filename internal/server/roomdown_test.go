@@ -577,3 +577,52 @@ func TestQoEKeepsALeader(t *testing.T) {
 		}
 	}
 }
+
+// TestRoomAllDown is issue 26's corner: with every pathway down, no pathway
+// is within the limits of the health policy for any client, so every
+// decision is §6.4 step 3's none, with min_ttl_s (§6.5): a client that
+// reports a current pathway stays on it, one that reports none gets the
+// first of §6.2's order. Nothing better is open to the rule: every pathway
+// is in the priority (§6.5). Each decision verifies (§9.1), and the health
+// policy is the one overlayPolicy signs for all three down: the same bytes
+// on any server.
+func TestRoomAllDown(t *testing.T) {
+	e := newEnv(t, downSpec(nil), false)
+	e.stop()
+	edges := map[string]*healthEdge{}
+	checks := RoomChecks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
+	ids := e.sc.Policy.IDs()
+	for _, id := range ids {
+		edges[id] = newHealthEdge(t)
+		checks.URLs[id] = edges[id].url()
+	}
+	e.start(func(c *Config) { c.Rooms[0].Checks = checks })
+	e.postRecords(e.sc.Records, http.StatusOK)
+	operator := e.sc.Policy.Digest().String()
+	all, err := overlayPolicy(e.sc.Policy, map[string]bool{"a": true, "b": true, "c": true}, e.sc.SteerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		edges[id].up.Store(false)
+	}
+	waitFor(t, 5*time.Second, "the room steering with every pathway down", func() bool { return e.status().Policy.Digest == all.Digest().String() })
+	a := newAuditor(e)
+	for _, v := range ids {
+		for _, rq := range downReports(v) {
+			m := e.steer(rq.target, rq.header)
+			d := a.audit(m)
+			if d.Reason != decision.None || m.Priority[0] != v || m.TTL != e.sc.Policy.MinTTLs {
+				t.Errorf("%s %v: %s first by %s, TTL %d; want %s by none, TTL %d", rq.target, rq.header, m.Priority[0], d.Reason, m.TTL, v, e.sc.Policy.MinTTLs)
+			}
+		}
+	}
+	m := e.steer("/v1/steer", nil)
+	if d := a.audit(m); d.Reason != decision.None || m.Priority[0] != "b" {
+		t.Errorf("no report: %s first by %s; want b, the order's first, by none", m.Priority[0], d.Reason)
+	}
+	for _, id := range ids {
+		edges[id].up.Store(true)
+	}
+	waitFor(t, 5*time.Second, "the operator's policy again", func() bool { return e.status().Policy.Digest == operator })
+}
