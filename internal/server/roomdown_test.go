@@ -12,8 +12,11 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/health"
+	"github.com/waisteer/waisteer/internal/num"
+	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/ruleref"
 	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/report/qoe"
@@ -132,7 +135,10 @@ func TestDownNeverFirstRule(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkOverlay(t, base, ov, down, sc)
+				checkOverlay(t, base, ov, down, sc.SteerKey.Public())
+				if err := sc.Room.Room.MaySignPolicy(ov.Signer); err != nil {
+					t.Fatalf("§3.5: %v", err)
+				}
 				// Is some pathway up within the operator's limits?
 				// Then a pathway down is never first; else §6.4 step 3.
 				anyUp := !down["c"] && cUp || !down["a"] || !down["b"]
@@ -257,16 +263,13 @@ func decideAt(t *testing.T, p *policy.Policy, sc *scenario.Scenario, rep report.
 // (§3.3) and the steering key signs (§3.4, §3.5); the operator's policy but
 // for the latencies and the ceiling; each pathway down past the ceiling
 // (or already below the floor tier, §6.1's quality), and each other pathway within the latency limit exactly when it was.
-func checkOverlay(t *testing.T, base, ov *policy.Policy, down map[string]bool, sc *scenario.Scenario) {
+func checkOverlay(t testing.TB, base, ov *policy.Policy, down map[string]bool, signer sig.PublicKey) {
 	t.Helper()
 	if _, err := policy.Parse(ov.Bytes()); err != nil {
 		t.Fatalf("the overlay does not read: %v", err)
 	}
-	if err := ov.VerifySignature(); err != nil || ov.Signer != sc.SteerKey.Public() {
+	if err := ov.VerifySignature(); err != nil || ov.Signer != signer && ov.Digest() != base.Digest() {
 		t.Fatalf("the overlay's signer %s (%v), want the steering key", ov.Signer, err)
-	}
-	if err := sc.Room.Room.MaySignPolicy(ov.Signer); err != nil {
-		t.Fatalf("§3.5: %v", err)
 	}
 	for i, pw := range ov.Pathways {
 		was := base.Pathways[i].LatencyMs <= base.LatencyCeilingMs
@@ -287,8 +290,16 @@ func checkOverlay(t *testing.T, base, ov *policy.Policy, down map[string]bool, s
 	if !slices.Equal(policy.AppendBody(nil, &b2), policy.AppendBody(nil, &o2)) {
 		t.Error("the overlay differs from the operator's policy beyond the latencies, the ceiling and the signer")
 	}
-	if ov.Digest() == base.Digest() {
-		t.Error("the overlay is the operator's policy")
+	// The operator's policy itself when each pathway down is already
+	// outside the latency or the quality limit.
+	already := true
+	for _, pw := range base.Pathways {
+		if down[pw.ID] && pw.LatencyMs <= base.LatencyCeilingMs && pw.TopTier >= base.Floor {
+			already = false
+		}
+	}
+	if (ov.Digest() == base.Digest()) != already {
+		t.Errorf("the overlay is the operator's policy: %v; each pathway down already outside: %v", ov.Digest() == base.Digest(), already)
 	}
 }
 
@@ -625,4 +636,101 @@ func TestRoomAllDown(t *testing.T) {
 		edges[id].up.Store(true)
 	}
 	waitFor(t, 5*time.Second, "the operator's policy again", func() bool { return e.status().Policy.Digest == operator })
+}
+
+// FuzzOverlayPolicy holds overlayPolicy to issue 26's reading over any
+// policy that reads (§3.3) and any set of pathways down: the overlay is a
+// WSP1 the steering key signs, as checkOverlay requires; and under it, for a
+// client reporting any pathway as current, with any load, buffer,
+// throughput and draw, a pathway down is never first while a pathway up is
+// within the operator's limits (§6.1), and the decision is none (§6.4 step
+// 3) when none is. Pathways with a figure or not by a bit each (§6.2), so
+// that steps 5 and 6 both run.
+func FuzzOverlayPolicy(f *testing.F) {
+	for _, edit := range []func(*policy.Policy){
+		nil,
+		func(p *policy.Policy) {
+			p.LatencyCeilingMs = 1<<32 - 1
+			p.Pathways[0].LatencyMs = 1<<32 - 1
+		},
+		func(p *policy.Policy) { p.Pathways[2].LatencyMs = 501 },
+		func(p *policy.Policy) { p.Pathways[1].Capacity = 2 },
+	} {
+		sc, err := scenario.Build(downSpec(edit))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(sc.PolicyBytes, uint32(1), uint8(0), uint8(7), uint64(500), uint64(600_000), uint32(0), uint8(0), uint8(7))
+		f.Add(sc.PolicyBytes, uint32(2), uint8(1), uint8(1), uint64(0), uint64(0), uint32(400_000), uint8(1), uint8(3))
+		f.Add(sc.PolicyBytes, uint32(7), uint8(2), uint8(0), uint64(0), uint64(0), uint32(999_999), uint8(3), uint8(0))
+	}
+	key, operatorKey := scenario.SteerKey(), room.TestKey("fuzz operator")
+	f.Fuzz(func(t *testing.T, raw []byte, downMask uint32, c, present uint8, buffer, throughput uint64, draw uint32, load, figures uint8) {
+		base, err := policy.Parse(raw)
+		if err != nil {
+			return
+		}
+		// Signed again by the operator, as a policy the server steers by
+		// is signed: a mutated input's signature does not verify.
+		if raw, err = policy.Sign(base, operatorKey); err != nil {
+			t.Fatal(err)
+		}
+		if base, err = policy.Parse(raw); err != nil {
+			t.Fatal(err)
+		}
+		n := len(base.Pathways)
+		down := map[string]bool{}
+		for i, pw := range base.Pathways {
+			if downMask&(1<<i) != 0 {
+				down[pw.ID] = true
+			}
+		}
+		ov, err := overlayPolicy(base, down, key)
+		if err != nil {
+			t.Fatalf("overlay: %v", err)
+		}
+		checkOverlay(t, base, ov, down, key.Public())
+
+		ev := make([]evidence.Pathway, n)
+		for i := range ev {
+			ev[i].Status = evidence.StatusStale
+			if figures&(1<<(i%8)) != 0 {
+				ev[i] = evidence.Pathway{Status: evidence.StatusFigure, Class: evidence.ModelBased,
+					Joules: num.From64(uint64(100 + i%3)), Delivery: num.From64(1)}
+			}
+		}
+		r, err := decision.NewRanking(ov, ov.Digest(), 0, 0, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := report.Report{Present: report.HasPathway | present&(report.HasThroughput|report.HasBuffer), Pathway: c % uint8(n)}
+		if rep.Present&report.HasBuffer != 0 {
+			rep.Buffer = buffer
+		}
+		if rep.Present&report.HasThroughput != 0 {
+			rep.Throughput = throughput
+		}
+		loads := make([]uint32, n)
+		for i := range loads {
+			loads[i] = uint32(load % 4)
+		}
+		loads[rep.Pathway] = 0
+		o, err := r.DecideDrawn(rep, draw%1_000_000, loads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anyUp := false
+		for i, pw := range base.Pathways {
+			if !down[pw.ID] && decision.PathwayLimits(base, i, i == int(rep.Pathway), loads[i]) == decision.Within {
+				anyUp = true
+			}
+		}
+		first := base.Pathways[o.First].ID
+		if anyUp && down[first] {
+			t.Fatalf("%s is down and first by %s (report %+v, loads %v)", first, o.Reason, rep, loads)
+		}
+		if !anyUp && o.Reason != decision.None {
+			t.Fatalf("no pathway up within the limits, and %s first by %s", first, o.Reason)
+		}
+	})
 }
