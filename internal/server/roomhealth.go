@@ -128,20 +128,20 @@ func (h *hub) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.P
 const unreachableMs = 1<<32 - 1
 
 // overlayPolicy is the policy a room steers by under the operator's policy
-// base while the pathways down are down (health checks, QoE): base itself
-// when each of them is already outside a limit of §6.1 that holds for every
-// client alike (latency or quality), else base with each other one's
-// latency_ms 2^32 − 1, above latency_ceiling_ms, signed by k. §6.1's
-// latency limit has no exception for the client's current pathway, as its
-// capacity limit has (c with a load of 0 is within a capacity of 0), so a
-// pathway down is within the limits for no client: neither step 1, 2, 4
-// nor 5 of §6.4 can put it first, nor can w be it. When base's ceiling is
-// 2^32 − 1, which no latency passes, the overlay's is 2^32 − 2 and a
-// pathway up with a latency of 2^32 − 1 states 2^32 − 2: every pathway up
-// keeps its standing under the latency limit. Capacities, shares and all
-// else are the operator's. Signing is deterministic (RFC 8032), so the same
-// base and the same pathways down give the same bytes and digest on every
-// server.
+// base while the pathways down are down (health checks, QoE): base with
+// each of them stated at latency_ms 2^32 − 1, above latency_ceiling_ms,
+// and signed by k (issue 26 item 4). §6.1's latency limit holds for every
+// client alike, where its capacity limit lets in the client's current
+// pathway at a load of 0 even at a capacity of 0: so a pathway down is
+// within the limits for no client, and no step of §6.4 but 3 (none) can
+// put it first. When base's ceiling is 2^32 − 1, which no latency passes,
+// the overlay's is 2^32 − 2 and any pathway stated at 2^32 − 1 is stated at
+// 2^32 − 2, so that each pathway up keeps its standing. A pathway down
+// already outside base's latency or quality limit is left as it is, and
+// base itself is returned when every pathway down is. Capacities, shares
+// and all else are the operator's. Signing is deterministic (RFC 8032):
+// the same base and the same pathways down give the same bytes and digest
+// on every server.
 func overlayPolicy(base *policy.Policy, down map[string]bool, k sig.PrivateKey) (*policy.Policy, error) {
 	var out []int
 	for i, pw := range base.Pathways {
