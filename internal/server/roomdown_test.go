@@ -67,8 +67,8 @@ func downReports(v string) []struct {
 }
 
 // capacityZero is the overlay the server made before issue 26: base with
-// each pathway of down at capacity 0, signed by k. The test keeps it by
-// hand to show that its inputs reach the hole it had.
+// each pathway of down at capacity 0, signed by the steering key. The test
+// keeps it by hand to show that its inputs reach the hole it had.
 func capacityZero(t *testing.T, base *policy.Policy, down map[string]bool, sc *scenario.Scenario) *policy.Policy {
 	t.Helper()
 	p := *base
@@ -183,7 +183,7 @@ func TestDownNeverFirstRule(t *testing.T) {
 				if !anyUp {
 					o := decideAt(t, ov, sc, report.Report{}, 999_999, make([]uint32, len(ids)))
 					if o.Reason != decision.None || ids[o.First] != "b" {
-						t.Errorf("no report, every pathway down: %s first by %s, want b (the order's first) by none", ids[o.First], o.Reason)
+						t.Errorf("no report, no pathway up within the limits: %s first by %s, want b (the order's first) by none", ids[o.First], o.Reason)
 					}
 				}
 				// The inputs reach the hole of the overlay of capacity 0:
