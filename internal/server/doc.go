@@ -10,7 +10,8 @@
 // interface); the routes, preflight, sessions, metrics, logs and operator
 // token are the same. A room's pathways may be health-checked too
 // (RoomChecks): while one is down the room steers by a policy its steering
-// key signs with that pathway's capacity 0.
+// key signs with that pathway's latency past the ceiling (overlayPolicy), so
+// that it is first for no client, one reporting it as current included.
 //
 // Either may steer by what its players report (issue 17, report/qoe): each
 // steering request's report, and each CMCD v2 event report POSTed to the

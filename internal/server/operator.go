@@ -76,7 +76,7 @@ type changeAnswer struct {
 	Unchanged bool   `json:"unchanged,omitempty"`
 	// SteeringBy is the policy the room steers by: Policy, or while a
 	// pathway's health checks fail, the policy the steering key signed
-	// with that pathway's capacity 0 (install).
+	// with that pathway's latency past the ceiling (install).
 	SteeringBy string `json:"steering_by,omitempty"`
 	// Warnings are what the operator should know of the change and does
 	// not stop it: each hop of the policy the key log does not let sign a
@@ -92,7 +92,7 @@ type changeAnswer struct {
 // stay available by digest.
 //
 // While a pathway's health checks fail, the room steers by the new
-// policy with that pathway's capacity 0 (install). The table of loads is
+// policy with that pathway's latency past the ceiling (install). The table of loads is
 // reset when the new policy's pathways differ from the old one's: a
 // session's first pathway is an index into the policy it was decided
 // under. Each session counts again from its next request, within one TTL

@@ -257,8 +257,8 @@ func TestReportsRoute(t *testing.T) {
 
 // TestRoomQoE: an energy room steering by QoE (issue 17 item 4). When its
 // players report a pathway degrading, the room steers by a policy its
-// steering key signs, the operator's but for that pathway's capacity, 0;
-// the pathway is never first and every decision verifies (§9). Once too
+// steering key signs, the operator's but for that pathway's latency_ms,
+// past the ceiling (issue 26 item 4); the pathway is never first and every decision verifies (§9). Once too
 // few report it for the hold, the operator's policy is back.
 func TestRoomQoE(t *testing.T) {
 	e := newEnv(t, scenario.Spec{Periods: 6}, false)
@@ -289,8 +289,8 @@ func TestRoomQoE(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pw := range hp.Pathways {
-		if (pw.Capacity == 0) != (pw.ID == victim) {
-			t.Errorf("pathway %s: capacity %d (the victim is %s)", pw.ID, pw.Capacity, victim)
+		if (pw.LatencyMs > hp.LatencyCeilingMs) != (pw.ID == victim) {
+			t.Errorf("pathway %s: latency_ms %d, the ceiling %d (the victim is %s)", pw.ID, pw.LatencyMs, hp.LatencyCeilingMs, victim)
 		}
 	}
 	for range 10 {

@@ -8,14 +8,17 @@ import (
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/health"
+	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 )
 
 // RoomChecks are the health checks of an energy room's pathways (issue 12
 // item 8): while a pathway's checks fail, the room steers by a policy its
-// steering key signs, the operator's but for that pathway's capacity, 0,
-// so that §6.1 keeps the pathway outside the limits and every decision
-// still verifies (§9); once it passes again, by the operator's own policy.
+// steering key signs, the operator's but for that pathway's latency_ms,
+// above the ceiling (overlayPolicy), so that §6.1 keeps the pathway outside
+// the limits for every client, one that reports it as its current pathway
+// included (issue 26 item 4), and every decision still verifies (§9); once
+// it passes again, by the operator's own policy.
 type RoomChecks struct {
 	Settings health.Settings
 	URLs     map[string]string // pathway id → its check URL
@@ -115,26 +118,52 @@ func (h *hub) runOverlay(ctx context.Context) {
 }
 
 // healthPolicy is the policy the room steers by under base while the
-// pathways down are down: base itself when none of its pathways is, else
-// base with each such pathway's capacity 0, signed by the steering key.
-// Signing is deterministic (RFC 8032), so the same base and the same
-// pathways down give the same bytes and digest on every server.
+// pathways down are down: overlayPolicy, signed by the room's steering key.
 func (h *hub) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.Policy, error) {
-	var zero []int
+	return overlayPolicy(base, down, h.key)
+}
+
+// unreachableMs is the latency_ms an overlay policy states for a pathway
+// down: 2^32 − 1 ms, the latency of a pathway that never answers.
+const unreachableMs = 1<<32 - 1
+
+// overlayPolicy is the policy a room steers by under the operator's policy
+// base while the pathways down are down (health checks, QoE): base with
+// each of them stated at latency_ms 2^32 − 1, above latency_ceiling_ms,
+// and signed by k (issue 26 item 4). §6.1's latency limit holds for every
+// client alike, where its capacity limit lets in the client's current
+// pathway at a load of 0 even at a capacity of 0: so a pathway down is
+// within the limits for no client, and no step of §6.4 but 3 (none) can
+// put it first. When base's ceiling is 2^32 − 1, which no latency passes,
+// the overlay's is 2^32 − 2 and any pathway stated at 2^32 − 1 is stated at
+// 2^32 − 2, so that each pathway up keeps its standing. A pathway down
+// already outside base's latency or quality limit is left as it is, and
+// base itself is returned when every pathway down is. Capacities, shares
+// and all else are the operator's. Signing is deterministic (RFC 8032):
+// the same base and the same pathways down give the same bytes and digest
+// on every server.
+func overlayPolicy(base *policy.Policy, down map[string]bool, k sig.PrivateKey) (*policy.Policy, error) {
+	var out []int
 	for i, pw := range base.Pathways {
-		if down[pw.ID] && pw.Capacity != 0 {
-			zero = append(zero, i)
+		if down[pw.ID] && pw.LatencyMs <= base.LatencyCeilingMs && pw.TopTier >= base.Floor {
+			out = append(out, i)
 		}
 	}
-	if len(zero) == 0 {
+	if len(out) == 0 {
 		return base, nil
 	}
 	p := *base
 	p.Pathways = slices.Clone(base.Pathways)
-	for _, i := range zero {
-		p.Pathways[i].Capacity = 0
+	if p.LatencyCeilingMs == unreachableMs {
+		p.LatencyCeilingMs = unreachableMs - 1
+		for i := range p.Pathways {
+			p.Pathways[i].LatencyMs = min(p.Pathways[i].LatencyMs, p.LatencyCeilingMs)
+		}
 	}
-	raw, err := policy.Sign(&p, h.key)
+	for _, i := range out {
+		p.Pathways[i].LatencyMs = unreachableMs
+	}
+	raw, err := policy.Sign(&p, k)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +232,7 @@ func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persi
 		}
 	}
 	if eff != base {
-		s.log.Warn("steering by the health policy: pathways down have capacity 0", "room", h.id.String(),
+		s.log.Warn("steering by the health policy: pathways down are past the latency ceiling", "room", h.id.String(),
 			"policy", st.digest.String(), "operator_policy", base.Digest().String(), "down", downList(base, down))
 	} else if cur.digest != st.digest {
 		s.log.Info("steering by the operator's policy", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())

@@ -16,10 +16,11 @@ import (
 // TestRoomPathwayDown: an energy room whose pathways have check URLs
 // (issue 12 item 8). While a pathway's checks fail, the room steers by a
 // policy its steering key signs, the operator's but for that pathway's
-// capacity, 0: §6.1 keeps it outside the limits, so it is never first, and
-// every decision still verifies (§9). Both policies are served by digest.
-// Back up, the room steers by the operator's own policy again, the same
-// digest. A policy the operator PUTs meanwhile gets the same overlay.
+// latency_ms, past the ceiling (issue 26 item 4): §6.1 keeps it outside
+// the limits, so it is never first, and every decision still verifies
+// (§9). Both policies are served by digest. Back up, the room steers by
+// the operator's own policy again, the same digest. A policy the operator
+// PUTs meanwhile gets the same overlay.
 func TestRoomPathwayDown(t *testing.T) {
 	e := newEnv(t, scenario.Spec{Periods: 6}, false)
 	e.stop()
@@ -82,10 +83,11 @@ func TestRoomPathwayDown(t *testing.T) {
 	for i, pw := range hp.Pathways {
 		want := op.Pathways[i]
 		if pw.ID == victim {
-			if pw.Capacity != 0 {
-				t.Errorf("the victim's capacity %d, want 0", pw.Capacity)
+			// Issue 26 item 4: past the ceiling (500 ms), 2^32 − 1.
+			if pw.LatencyMs != 1<<32-1 {
+				t.Errorf("the victim's latency_ms %d, want 2^32 − 1", pw.LatencyMs)
 			}
-			want.Capacity = 0
+			want.LatencyMs = 1<<32 - 1
 		}
 		if !reflect.DeepEqual(pw, want) {
 			t.Errorf("pathway %d: %+v, want %+v", i, pw, want)
@@ -94,7 +96,7 @@ func TestRoomPathwayDown(t *testing.T) {
 	hp2, op2 := *hp, *op
 	hp2.Pathways, op2.Pathways, hp2.Signer, op2.Signer, hp2.Sig, op2.Sig = nil, nil, op.Signer, op.Signer, op.Sig, op.Sig
 	if !slices.Equal(policy.AppendBody(nil, &hp2), policy.AppendBody(nil, &op2)) {
-		t.Error("the health policy differs from the operator's beyond the capacity and the signer")
+		t.Error("the health policy differs from the operator's beyond the victim's latency and the signer")
 	}
 
 	// A new operator policy while the victim is down gets the overlay.

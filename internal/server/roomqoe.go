@@ -13,8 +13,10 @@ import (
 // pathway its players report degrading is kept out of the limits exactly
 // as a pathway whose health checks fail (roomhealth.go): the room steers
 // by a policy its steering key signs, the operator's but for that
-// pathway's capacity, 0, so that every decision still verifies (§9). The
-// per-client rule has no place in a room: a decision's order is §6's.
+// pathway's latency_ms, above the ceiling (overlayPolicy), so that it is
+// first for no client, one reporting it as current included (issue 26
+// item 4), and every decision still verifies (§9). The per-client rule has
+// no place in a room: a decision's order is §6's.
 
 // openQoE makes the room's QoE watch: the steering key must be allowed to
 // sign the room's policies, as for health checks.
@@ -44,8 +46,9 @@ func (h *hub) openQoE(c *qoe.Config) error {
 }
 
 // qoeDown adds to down the pathways the QoE moved off, unless that would
-// leave the room no pathway with capacity outside down: a room whose every
-// pathway degrades steers by its other limits, not by none.
+// leave the room no pathway outside down that the operator's policy lets
+// be first (mayLead): a room whose every pathway degrades steers by its
+// other limits, not by none.
 func (h *hub) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool {
 	if h.qoe == nil {
 		return down
@@ -58,7 +61,7 @@ func (h *hub) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool
 	}
 	left := false
 	for _, pw := range base.Pathways {
-		if pw.Capacity != 0 && !down[pw.ID] && !slices.Contains(degraded, pw.ID) {
+		if mayLead(base, &pw) && !down[pw.ID] && !slices.Contains(degraded, pw.ID) {
 			left = true
 		}
 	}
@@ -73,6 +76,13 @@ func (h *hub) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool
 		out[id] = true
 	}
 	return out
+}
+
+// mayLead reports whether pw can be within the limits of p (§6.1) for a
+// client whose current pathway it is not: its latency is at most the
+// ceiling, it carries the floor tier, and its capacity is not 0.
+func mayLead(p *policy.Policy, pw *policy.Pathway) bool {
+	return pw.LatencyMs <= p.LatencyCeilingMs && pw.TopTier >= p.Floor && pw.Capacity != 0
 }
 
 func (h *hub) reportsTo(*http.Request) (*qoeWatch, []string, string) {
