@@ -231,27 +231,38 @@ type routeEnv struct {
 
 func newRouteEnv(t *testing.T, sc *scenario.Scenario, dir string) *routeEnv {
 	t.Helper()
-	og, err := origin.New(dir, origin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newRouteServer(t, sc, dir)
+	t.Cleanup(func() { e.srv.Close(context.Background()) })
+	return e
+}
+
+// newRouteServer makes a routeEnv's server, for the caller to close; with
+// dir "", no front.
+func newRouteServer(t testing.TB, sc *scenario.Scenario, dir string) *routeEnv {
+	t.Helper()
 	c := qoePool()
 	c.QoE.MinSessions, c.QoE.Lowest = 3, 800_000
 	clock := newClock(t0)
-	srv, err := New(context.Background(), Config{
+	cfg := Config{
 		Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey,
 			QoE: &qoe.Config{Window: time.Minute, MinSessions: 3, Fraction: 0.5, Margin: 0.2, Hold: time.Minute}}},
 		Pools:         []pool.Config{c},
-		Front:         &FrontConfig{Origin: og, Playlists: []FrontPlaylist{{Path: "/hls/"}, {Path: "/dash/live.mpd"}}},
 		OperatorToken: testToken,
 		Name:          "route-table",
 		Clock:         clock.Load,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, store.NewMemory(), store.NewLoads())
+	}
+	if dir != "" {
+		og, err := origin.New(dir, origin.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Front = &FrontConfig{Origin: og, Playlists: []FrontPlaylist{{Path: "/hls/"}, {Path: "/dash/live.mpd"}}}
+	}
+	srv, err := New(context.Background(), cfg, store.NewMemory(), store.NewLoads())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close(context.Background()) })
 	return &routeEnv{srv: srv, clock: clock}
 }
 
