@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/guard"
 )
 
 // FastHandler serves the routes of Handler on fasthttp, for a plain HTTP/1.1
@@ -38,6 +39,19 @@ func (s *Server) FastHandler() fasthttp.RequestHandler {
 		s.ServeHTTP(w, o)
 	}))
 	return func(c *fasthttp.RequestCtx) {
+		defer func() {
+			// fasthttp recovers no panic: one in serveFast is logged
+			// and counted here, one in ServeHTTP was (recoverRequest),
+			// and the adaptor ends that request as aborted. Either way
+			// the connection is closed with no answer, as net/http
+			// does, and the server goes on.
+			if v := recover(); v != nil {
+				guard.Recovered(s.log, "request", v)
+				c.Response.Reset()
+				c.HijackSetNoResponse(true)
+				c.Hijack(func(net.Conn) {})
+			}
+		}()
 		if !s.serveFast(c) {
 			other(c)
 		}

@@ -231,6 +231,7 @@ type routeEnv struct {
 
 func newRouteEnv(t *testing.T, sc *scenario.Scenario, dir string) *routeEnv {
 	t.Helper()
+	noPanics(t)
 	e := newRouteServer(t, sc, dir)
 	t.Cleanup(func() { e.srv.Close(context.Background()) })
 	return e
