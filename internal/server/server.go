@@ -457,6 +457,11 @@ func (s *Server) Handler() http.Handler { return s }
 // either engine, and the server goes on.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.recoverRequest()
+	s.serve(w, r)
+}
+
+// serve is ServeHTTP without the recovery.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.RawPath == "" && len(r.RequestURI) > 0 && r.RequestURI[0] == '/' && plainPath(r.URL.Path) {
 		if h, ok, aerr := s.routes.Load().steerHub(r.URL.Path, r.URL.RawQuery); ok {
 			s.steerRoute(w, r, h, aerr)
