@@ -212,6 +212,11 @@ func (f fastLogger) Printf(format string, args ...any) {
 
 // serveFast answers c when it is a GET on a steering route whose target
 // net/http would read the same way (plainPath), and reports whether it did.
+// Every string it hands the handler is a copy of fasthttp's bytes (the
+// target, and the path and query cut from it, the CMCD-Request values, the
+// Host, the cohort header), since a pool's QoE keeps the cohort beyond
+// the request (issue 26 item 1); the pooled
+// request, header map and slices are the handler's only until it returns.
 func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	if !c.IsGet() {
 		return false
