@@ -215,8 +215,8 @@ func (f fastLogger) Printf(format string, args ...any) {
 // Every string it hands the handler is a copy of fasthttp's bytes (the
 // target, and the path and query cut from it, the CMCD-Request values, the
 // Host, the cohort header), since a pool's QoE keeps the cohort beyond
-// the request (issue 26 item 1); the pooled
-// request, header map and slices are the handler's only until it returns.
+// the request (issue 26 item 1); the pooled request, header map and
+// slices are the handler's only until it returns.
 func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	if !c.IsGet() {
 		return false
