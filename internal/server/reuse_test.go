@@ -484,3 +484,53 @@ func TestRouteTableBothEngines(t *testing.T) {
 	}
 	t.Logf("state after %d requests:\n%s", len(steps), states["fasthttp"])
 }
+
+// TestFastReportCohortLoopback is the issue's reproduction as it was
+// found (issue 26 item 1), behind a real listener (TestMain: each engine):
+// the README's QoE pool, CMCD v2 reports posted with X-Region: wxyz, then
+// steering requests of other cohorts, each on a connection of its own,
+// then the QoE rule's evaluation. fasthttp reuses a closed connection's
+// RequestCtx, and its buffers, for the next connection's requests: on
+// bd4ceba the cohort kept from the reports changed under the aggregator,
+// and the evaluation panicked (nil pointer in Aggregator.step) or named
+// a cohort no request sent.
+func TestFastReportCohortLoopback(t *testing.T) {
+	c := qoePool()
+	c.QoE.MinSessions, c.QoE.Lowest = 3, 800_000
+	e := newPoolEnv(t, testToken, c)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	defer client.CloseIdleConnections()
+	send := func(method, target, cohort string, body []byte, ct string) {
+		t.Helper()
+		req, err := http.NewRequest(method, e.ts.URL+target, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Region", cohort)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("%s %s: %s", method, target, resp.Status)
+		}
+	}
+	for i := range 3 {
+		send("POST", pool.DefaultPath, "wxyz", fmt.Appendf(nil, "sid=\"wxyz-%d\",cdn=\"cdn-a\",e=ps,mtp=2000\n", i), "application/cmcd")
+	}
+	cohorts := []string{"fra", "par", "ams", "lon"}
+	for i := range 20 {
+		send("GET", pool.DefaultPath+"?_HLS_pathway=cdn-b&_HLS_throughput=9000000", cohorts[i%len(cohorts)], nil, "")
+	}
+	w := e.srv.poolNamed("").qoe.Load()
+	e.srv.evaluate(w, time.Now())
+	want := []string{"cdn-a/wxyz 3 2000000", "cdn-b/ams 5 9000000", "cdn-b/fra 5 9000000", "cdn-b/lon 5 9000000", "cdn-b/par 5 9000000"}
+	if got := cellsOf(w); !slices.Equal(got, want) {
+		t.Errorf("cells\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
