@@ -63,6 +63,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/waisteer/waisteer/internal/guard"
 )
 
 // Settings are a checker's timing: every target is checked every Every, each check may take
@@ -117,7 +119,7 @@ type Options struct {
 	// Now gives the times in Status; nil: time.Now. Durations and the
 	// schedule use the monotonic clock whatever it is.
 	Now    func() time.Time
-	Logger *slog.Logger // nil: no logs; the checker logs each change at Info (down: Warn) with why
+	Logger *slog.Logger // nil: no logs (but a panic's, on slog's default); the checker logs each change at Info (down: Warn) with why
 }
 
 // Checker checks its targets, each on its own goroutine once started.
@@ -126,6 +128,7 @@ type Checker struct {
 	onCheck  func(string, Outcome, time.Duration)
 	now      func() time.Time
 	log      *slog.Logger
+	panicLog *slog.Logger // Options.Logger: nil logs a panic on slog's default
 
 	// byName is read by Status without mu.
 	byName atomic.Pointer[map[string]*runner]
@@ -141,7 +144,7 @@ type Checker struct {
 
 // New makes a checker of targets; it checks nothing until Start.
 func New(s Settings, targets []Target, o Options) (*Checker, error) {
-	c := &Checker{onChange: o.OnChange, onCheck: o.OnCheck, now: o.Now, log: o.Logger}
+	c := &Checker{onChange: o.OnChange, onCheck: o.OnCheck, now: o.Now, log: o.Logger, panicLog: o.Logger}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -413,7 +416,10 @@ func (r *runner) run(epoch, from time.Time) {
 			return
 		}
 		last = time.Now()
-		r.check(p)
+		// A panic in a check (reading the edge's answer, or the
+		// caller's OnChange or OnCheck) is logged and counted, and the
+		// target is checked again at its next slot.
+		guard.Do(r.c.panicLog, "health", func() { r.check(p) })
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/files"
+	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/server"
@@ -217,7 +218,7 @@ func Serve(ctx context.Context, stop func(), logger *slog.Logger, ln net.Listene
 				case <-ctx.Done():
 					return
 				case <-cfg.Reloads:
-					reload(ctx, cfg, srv, logger)
+					guard.Do(logger, "reload", func() { reload(ctx, cfg, srv, logger) })
 				}
 			}
 		}()

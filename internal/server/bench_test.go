@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -191,5 +196,88 @@ func BenchmarkLoopback(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "signatures/s")
+	})
+}
+
+// BenchmarkSteerGuarded is the steering GET of BenchmarkSteer (3
+// pathways, a kept session, a report) with and without what issue 26
+// added on its path, in one run, alternated in rounds so that the
+// machine's noise falls on both alike: behind fasthttp, FastHandler (the
+// deferred recovery around serveFast) against serveFast alone; behind
+// net/http, ServeHTTP (recoverRequest deferred) against serve. Both
+// include the committer's group written under guard.Try. The ratios are
+// reported: 1.00 is no change.
+func BenchmarkSteerGuarded(b *testing.B) {
+	srv, _ := benchServer(b, benchSpec(3), store.NewMemory())
+	target := "/v1/steer?wai_session=000102030405060708090a0b0c0d0e0f&_HLS_pathway=p01&_HLS_throughput=5000000"
+	raw := []byte("GET " + target + " HTTP/1.1\r\nHost: steer.example\r\n\r\n")
+	var req fasthttp.Request
+	if err := req.Read(bufio.NewReader(bytes.NewReader(raw))); err != nil {
+		b.Fatal(err)
+	}
+	var c fasthttp.RequestCtx
+	c.Init(&req, nil, nil)
+	guarded := srv.FastHandler()
+	bare := func(c *fasthttp.RequestCtx) {
+		if !srv.serveFast(c) {
+			b.Fatal("not on serveFast's path")
+		}
+	}
+	fast := func(h fasthttp.RequestHandler) func() {
+		return func() {
+			c.Response.Reset()
+			h(&c)
+			if c.Response.StatusCode() != http.StatusOK {
+				b.Fatalf("%d %s", c.Response.StatusCode(), c.Response.Body())
+			}
+		}
+	}
+	hreq := httptest.NewRequest("GET", target, nil)
+	std := func(h func(http.ResponseWriter, *http.Request)) func() {
+		return func() {
+			w := httptest.NewRecorder()
+			h(w, hreq)
+			if w.Code != http.StatusOK {
+				b.Fatalf("%d %s", w.Code, w.Body)
+			}
+		}
+	}
+	for _, p := range []struct {
+		name      string
+		now, then func()
+	}{
+		{"fasthttp", fast(guarded), fast(bare)},
+		{"net-http", std(srv.ServeHTTP), std(srv.serve)},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			var tNow, tThen time.Duration
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				// A round: 200 requests of each, in turn.
+				start := time.Now()
+				for range 200 {
+					p.now()
+				}
+				mid := time.Now()
+				for range 200 {
+					p.then()
+				}
+				tNow, tThen = tNow+mid.Sub(start), tThen+time.Since(mid)
+				n += 200
+			}
+			b.ReportMetric(float64(tNow)/float64(n), "ns/guarded")
+			b.ReportMetric(float64(tThen)/float64(n), "ns/bare")
+			b.ReportMetric(float64(tNow)/float64(tThen), "guarded/bare")
+		})
+	}
+	b.Run("guard.Try", func(b *testing.B) {
+		// The committer's cost a group: one guard.Try of a closure.
+		err := errors.New("x")
+		for b.Loop() {
+			if guard.Try(nil, "bench", func() error { return err }) != err {
+				b.Fatal("not the closure's error")
+			}
+		}
 	})
 }

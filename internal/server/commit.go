@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -119,10 +120,21 @@ func (c *committer) run() {
 	}
 }
 
-// write commits one group: the distinct evidence snapshots its decisions
-// reference (the store skips those it holds) and the decisions, in one
-// durable write, and answers each request.
+// write commits one group and answers each request: with the store's
+// error, or the panic recovered in writing it (guard), which fails the
+// group as a store's error does.
 func (c *committer) write(group []*commitJob) {
+	err := guard.Try(c.log, "committer", func() error { return c.put(group) })
+	c.failing.Store(err != nil)
+	for _, j := range group {
+		j.done <- err
+	}
+}
+
+// put writes one group: the distinct evidence snapshots its decisions
+// reference (the store skips those it holds) and the decisions, in one
+// durable write.
+func (c *committer) put(group []*commitJob) error {
 	// A group's decisions share one or two snapshots: a search finds them.
 	evs, ds := c.evs[:0], c.ds[:0]
 	for _, j := range group {
@@ -146,10 +158,7 @@ func (c *committer) write(group []*commitJob) {
 		c.metrics.commitFailures.Add(1)
 		c.log.Error("group commit failed", "decisions", len(group), "err", err)
 	}
-	c.failing.Store(err != nil)
-	for _, j := range group {
-		j.done <- err
-	}
+	return err
 }
 
 // maxRecordGroup is the most records one group write of records holds: a
@@ -179,6 +188,7 @@ type recordJob struct {
 // POST alone is written at once.
 type recordCommitter struct {
 	st       store.Store
+	log      *slog.Logger
 	in       inbox[*recordJob]
 	checking inFlight // POSTs whose records are being checked, not yet handed over
 	done     chan struct{}
@@ -192,8 +202,8 @@ const (
 	recordPoll     = 200 * time.Microsecond
 )
 
-func newRecordCommitter(st store.Store) *recordCommitter {
-	return &recordCommitter{st: st, in: newInbox[*recordJob](64), done: make(chan struct{})}
+func newRecordCommitter(st store.Store, log *slog.Logger) *recordCommitter {
+	return &recordCommitter{st: st, log: log, in: newInbox[*recordJob](64), done: make(chan struct{})}
 }
 
 // check counts a POST whose records are being checked, until the returned
@@ -327,9 +337,13 @@ func (c *recordCommitter) run() {
 				return len(all) >= maxRecordGroup
 			}, c.checking.since(), recordPatience, recordPoll, timer)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		added, err := c.st.PutRecords(ctx, all)
-		cancel()
+		var added []bool
+		err := guard.Try(c.log, "records", func() (err error) {
+			ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+			defer cancel()
+			added, err = c.st.PutRecords(ctx, all)
+			return err
+		})
 		if err == nil && len(added) != len(all) {
 			err = errors.New("the store answered for another count of records")
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/guard"
 )
 
 // FastHandler serves the routes of Handler on fasthttp, for a plain HTTP/1.1
@@ -29,18 +30,88 @@ import (
 // is handed to the same handler as a pooled net/http request holding what
 // that handler reads (the method, the target, the CMCD-Request lines).
 func (s *Server) FastHandler() fasthttp.RequestHandler {
-	// fasthttp cancels a request's context when its server starts shutting
-	// down; net/http lets the requests in flight finish with theirs. The
-	// adapted requests keep their values and lose the cancellation, so that
-	// a hop's POST in flight is still stored during a graceful shutdown.
 	other := fasthttpadaptor.NewFastHTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
+		o, err := ownRequest(r)
+		if err != nil { // the adaptor parsed the same target: not reached
+			writeError(w, api.Errorf(api.BadPath, "the request target does not read: %v", err))
+			return
+		}
+		s.ServeHTTP(w, o)
 	}))
 	return func(c *fasthttp.RequestCtx) {
+		defer func() {
+			// fasthttp recovers no panic: one in serveFast is logged
+			// and counted here, one in ServeHTTP was (recoverRequest),
+			// and the adaptor ends that request as aborted. Either way
+			// the connection is closed with no answer, as net/http
+			// does, and the server goes on.
+			if v := recover(); v != nil {
+				guard.Recovered(s.log, "request", v)
+				c.Response.Reset()
+				c.HijackSetNoResponse(true)
+				c.Hijack(func(net.Conn) {})
+			}
+		}()
 		if !s.serveFast(c) {
 			other(c)
 		}
 	}
+}
+
+// ownRequest is r, as fasthttpadaptor made it, with every string it holds
+// copied: the adaptor's method, target, URL, Host, protocol and header
+// keys and values are strings over fasthttp's buffers (b2s), which the
+// connection's next request overwrites once the handler has returned, and
+// a route that keeps one (a report's cohort as the QoE aggregator's key,
+// issue 26 item 1) would find it changed under it. The body is left as
+// it is: it is read through an io.Reader, which copies what it reads.
+//
+// The context is a new one: fasthttp's RequestCtx is reused too, and it
+// cancels a request when its server starts shutting down, where net/http
+// lets the requests in flight finish (a hop's POST in flight is still
+// stored during a graceful shutdown). No route reads a value of it.
+func ownRequest(r *http.Request) (*http.Request, error) {
+	o := r.WithContext(context.Background()) // a shallow copy
+	o.Method = strings.Clone(r.Method)
+	o.Proto = strings.Clone(r.Proto)
+	o.Host = strings.Clone(r.Host)
+	o.RemoteAddr = strings.Clone(r.RemoteAddr)
+	o.RequestURI = strings.Clone(r.RequestURI)
+	u, err := url.ParseRequestURI(o.RequestURI)
+	if err != nil {
+		return nil, err
+	}
+	o.URL = u
+	o.Header = ownHeader(r.Header)
+	o.Trailer = ownHeader(r.Trailer)
+	if r.TransferEncoding != nil {
+		o.TransferEncoding = make([]string, len(r.TransferEncoding))
+		for i, v := range r.TransferEncoding {
+			o.TransferEncoding[i] = strings.Clone(v)
+		}
+	}
+	return o, nil
+}
+
+// ownHeader is a copy of h whose keys and values are copied too, its
+// values in one backing array.
+func ownHeader(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	n := 0
+	for _, vs := range h {
+		n += len(vs)
+	}
+	all := make([]string, 0, n)
+	o := make(http.Header, len(h))
+	for k, vs := range h {
+		for _, v := range vs {
+			all = append(all, strings.Clone(v))
+		}
+		o[strings.Clone(k)] = all[len(all)-len(vs) : len(all) : len(all)]
+	}
+	return o
 }
 
 // FastLimits are the limits of the HTTP server FastServer makes.
@@ -141,6 +212,11 @@ func (f fastLogger) Printf(format string, args ...any) {
 
 // serveFast answers c when it is a GET on a steering route whose target
 // net/http would read the same way (plainPath), and reports whether it did.
+// Every string it hands the handler is a copy of fasthttp's bytes (the
+// target, and the path and query cut from it, the CMCD-Request values, the
+// Host, the cohort header), since a pool's QoE keeps the cohort beyond
+// the request (issue 26 item 1); the pooled request, header map and
+// slices are the handler's only until it returns.
 func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	if !c.IsGet() {
 		return false

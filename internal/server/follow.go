@@ -7,6 +7,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
 )
@@ -30,7 +31,7 @@ func (s *Server) follow(ctx context.Context, feed store.Feed, at store.FeedPosit
 	wait, down := followRetryFirst, false
 	for ctx.Err() == nil {
 		err := feed.Follow(ctx, at, func(b store.FeedBatch) error {
-			if err := s.applyFeed(ctx, b); err != nil {
+			if err := guard.Try(s.log, "follow", func() error { return s.applyFeed(ctx, b) }); err != nil {
 				return err
 			}
 			at, wait = b.At, followRetryFirst

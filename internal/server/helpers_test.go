@@ -22,7 +22,9 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/fuzzing"
+	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
 	"github.com/waisteer/waisteer/verify"
@@ -38,14 +40,21 @@ const t0 = 6*scenario.Period + 10_000_000 + 1_000_000
 type failStore struct {
 	store.Store
 	failDecisions, failRecords atomic.Bool
-	delay                      atomic.Int64 // ns each PutDecisions and PutRecords takes, as a disk's fsync would
-	groups, decisions          atomic.Int64 // PutDecisions calls and the decisions they wrote
-	recordGroups, records      atomic.Int64 // PutRecords calls and the records they were given
+	// panicDecisions and panicRecord make PutDecisions and Record panic
+	// (issue 26: a panic in a loop or a route, recovered).
+	panicDecisions, panicRecord atomic.Bool
+	delay                       atomic.Int64 // ns each PutDecisions and PutRecords takes, as a disk's fsync would
+	groups, decisions           atomic.Int64 // PutDecisions calls and the decisions they wrote
+	recordGroups, records       atomic.Int64 // PutRecords calls and the records they were given
 }
 
 var errDisk = errors.New("disk full")
 
 func (f *failStore) PutDecisions(ctx context.Context, ev []store.Evidence, ds []store.Decision) error {
+	if f.panicDecisions.Load() {
+		var m map[int]int
+		m[len(ds)]++ // a nil map: as a store's bug would panic
+	}
 	if f.failDecisions.Load() {
 		return errDisk
 	}
@@ -53,6 +62,13 @@ func (f *failStore) PutDecisions(ctx context.Context, ev []store.Evidence, ds []
 	f.groups.Add(1)
 	f.decisions.Add(int64(len(ds)))
 	return f.Store.PutDecisions(ctx, ev, ds)
+}
+
+func (f *failStore) Record(ctx context.Context, d sig.Hash) ([]byte, error) {
+	if f.panicRecord.Load() {
+		panic("the store's bug")
+	}
+	return f.Store.Record(ctx, d)
 }
 
 func (f *failStore) PutRecords(ctx context.Context, rs []store.Record) ([]bool, error) {
@@ -97,6 +113,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	// A panic recovered in a server's loop or route is printed with its
+	// stack whatever the test's logger discards, and fails the run unless
+	// a test caused it on purpose (expectPanics; issue 26).
+	guard.Seen = func(e *guard.PanicError) { fmt.Fprintf(os.Stderr, "recovered: %v\n%s\n", e, e.Stack) }
 	code := 0
 	for _, engine := range []string{"fasthttp", "net/http"} {
 		testEngine = engine
@@ -108,8 +128,32 @@ func TestMain(m *testing.M) {
 			break
 		}
 	}
+	if n, want := guard.Total(), expectedPanics.Load(); n != want {
+		fmt.Fprintf(os.Stderr, "FAIL: %d panics recovered in the servers' loops and routes, %d of them caused on purpose\n", n, want)
+		code = 1
+	}
 	closePG()
 	os.Exit(code)
+}
+
+// expectedPanics counts the panics tests cause on purpose (expectPanics).
+var expectedPanics atomic.Uint64
+
+// expectPanics says that the test causes n panics in a server's loops or
+// routes on purpose.
+func expectPanics(n uint64) { expectedPanics.Add(n) }
+
+// noPanics fails t, once it has ended and its servers are closed, when a
+// server's loop or route recovered a panic the test did not cause on
+// purpose (issue 26: such a panic is a test failure, never a silent
+// exit). Tests run one at a time: the count is the test's.
+func noPanics(t testing.TB) {
+	before := guard.Total() - expectedPanics.Load()
+	t.Cleanup(func() {
+		if n := guard.Total() - expectedPanics.Load() - before; n != 0 {
+			t.Errorf("%d panics recovered in the server's loops or routes (printed above with their stacks)", n)
+		}
+	})
 }
 
 // testFront is the server behind a real listener on loopback.
@@ -154,6 +198,7 @@ func newEnv(t testing.TB, spec scenario.Spec, post bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noPanics(t)
 	e := &env{t: t, sc: sc, mem: store.NewMemory(), loads: store.NewLoads(), clock: new(atomic.Uint64)}
 	e.st = &failStore{Store: e.mem}
 	e.clock.Store(t0)

@@ -16,6 +16,7 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/guard"
 )
 
 // The metrics are written by hand in the Prometheus text exposition format
@@ -329,12 +330,38 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	s.writePoolMetrics(r.Context(), &b)
 	s.writeQoEMetrics(&b)
 	s.writeFrontMetrics(&b)
+	writePanicMetrics(&b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(http.StatusOK)
 	w.Write(b.Bytes())
+}
+
+// panicLoops are the process's loops whose panics guard recovers, written
+// at 0 before any: the server's committers, follower, overlay, restore and
+// ticks (server.go), the health checks (internal/health), the reload of
+// the configuration (internal/serve).
+var panicLoops = []string{"committer", "dashboard", "follow", "health", "overlay", "prune", "qoe", "records", "reload", "restore", "sweep"}
+
+// writePanicMetrics writes the panics guard recovered in the process: a
+// loop's, and a request's (which net/http would have recovered too).
+func writePanicMetrics(b *bytes.Buffer) {
+	counts := guard.Counts()
+	b.WriteString("# HELP waisteer_background_panics_total Panics recovered in a background loop, which went on; each is logged at ERROR with its stack.\n# TYPE waisteer_background_panics_total counter\n")
+	loops := slices.Clone(panicLoops)
+	for k := range counts {
+		if k != "request" && !slices.Contains(loops, k) {
+			loops = append(loops, k)
+		}
+	}
+	slices.Sort(loops)
+	for _, l := range loops {
+		fmt.Fprintf(b, "waisteer_background_panics_total{loop=%q} %d\n", l, counts[l])
+	}
+	b.WriteString("# HELP waisteer_request_panics_total Panics recovered in answering a request, whose connection was closed; each is logged at ERROR with its stack.\n# TYPE waisteer_request_panics_total counter\n")
+	fmt.Fprintf(b, "waisteer_request_panics_total %d\n", counts["request"])
 }
 
 // loadsNow is the room's loads at now, or nil when the table cannot say.

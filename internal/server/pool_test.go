@@ -150,6 +150,7 @@ func newPoolEnv(t testing.TB, token string, pools ...pool.Config) *poolEnv {
 // newPoolEnvOn is newPoolEnv on a store and table of loads of the test's.
 func newPoolEnvOn(t testing.TB, st store.Store, loads store.Loads, token string, pools ...pool.Config) *poolEnv {
 	t.Helper()
+	noPanics(t)
 	e := &poolEnv{t: t, logs: &syncBuffer{}}
 	srv, err := New(context.Background(), Config{
 		Pools: pools, OperatorToken: token,

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -108,12 +109,14 @@ func (h *hub) runOverlay(ctx context.Context) {
 			return
 		case <-h.wake:
 		}
-		h.opMu.Lock()
-		_, _, aerr := h.s.install(ctx, h, h.base, false) // the operator's policy is stored active already
-		h.opMu.Unlock()
-		if aerr != nil {
-			h.s.log.Error("steering by the policy the pathways' health calls for", "room", h.id.String(), "err", aerr.Detail)
-		}
+		guard.Do(h.s.log, "overlay", func() {
+			h.opMu.Lock()
+			defer h.opMu.Unlock()
+			_, _, aerr := h.s.install(ctx, h, h.base, false) // the operator's policy is stored active already
+			if aerr != nil {
+				h.s.log.Error("steering by the policy the pathways' health calls for", "room", h.id.String(), "err", aerr.Detail)
+			}
+		})
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
+	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -265,7 +266,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.commits = newCommitter(st, s.metrics, s.log)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.commits.run() }()
-	s.records = newRecordCommitter(st)
+	s.records = newRecordCommitter(st, s.log)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.records.run() }()
 	for i, h := range hubs {
@@ -276,7 +277,11 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		go func() {
 			defer s.bg.Done()
 			began := time.Now()
-			n, err := s.restoreLoads(bg, h, memLoads, resumed[i])
+			var n int
+			err := guard.Try(s.log, "restore", func() (err error) {
+				n, err = s.restoreLoads(bg, h, memLoads, resumed[i])
+				return err
+			})
 			if err != nil && bg.Err() == nil {
 				s.log.Error("counting the live sessions again from the log", "room", h.id.String(), "err", err, "sessions", n)
 			} else if n > 0 {
@@ -288,7 +293,21 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.startPools(bg)
 	if shared {
 		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.follow(bg, feed, feedAt) }()
+		go func() {
+			defer s.bg.Done()
+			// A panic in applying a batch is retried as the store's error
+			// is (follow); one in the store's own reading starts the
+			// follower again from the start, after a pause: what comes
+			// again is known already.
+			for bg.Err() == nil {
+				if guard.Do(s.log, "follow", func() { s.follow(bg, feed, feedAt) }) != nil {
+					select {
+					case <-bg.Done():
+					case <-time.After(followPanicPause):
+					}
+				}
+			}
+		}()
 	}
 	for _, h := range hubs {
 		if h.wake != nil {
@@ -300,17 +319,17 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		s.sample(bg)
-		s.every(bg, dashEvery, s.sample)
+		guard.Do(s.log, "dashboard", func() { s.sample(bg) })
+		s.every(bg, "dashboard", dashEvery, s.sample)
 	}()
 	if len(s.watches()) > 0 || len(s.pools) > 0 {
 		// Pools may gain QoE by a reload.
 		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.every(bg, qoeEvery, s.evaluateQoE) }()
+		go func() { defer s.bg.Done(); s.every(bg, "qoe", qoeEvery, s.evaluateQoE) }()
 	}
 	if s.retain > 0 {
 		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.every(bg, time.Minute, s.prune) }()
+		go func() { defer s.bg.Done(); s.every(bg, "prune", time.Minute, s.prune) }()
 	}
 	if sw, ok := loads.(sweeper); ok {
 		// Steer and Snapshot drop a room's expired sessions as they
@@ -318,11 +337,15 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
-			s.every(bg, time.Minute, func(context.Context) { sw.Sweep(s.clock()) })
+			s.every(bg, "sweep", time.Minute, func(context.Context) { sw.Sweep(s.clock()) })
 		}()
 	}
 	return s, nil
 }
+
+// followPanicPause is how long the follower waits before it starts again
+// after a panic outside a batch's applying.
+const followPanicPause = 5 * time.Second
 
 func cmpOr(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -427,7 +450,18 @@ func (s *Server) Handler() http.Handler { return s }
 // both fronts route it alike. Matching it against every pattern of the mux
 // before the fallback finds the policies' routes cost about 5 % of a
 // decision's CPU on the net/http front (issue 14's profile).
+//
+// A panic in a route is logged at ERROR with its stack and counted
+// (guard, "request"), and ends the request as net/http's
+// http.ErrAbortHandler does: the connection is closed with no answer, on
+// either engine, and the server goes on.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.recoverRequest()
+	s.serve(w, r)
+}
+
+// serve is ServeHTTP without the recovery.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.RawPath == "" && len(r.RequestURI) > 0 && r.RequestURI[0] == '/' && plainPath(r.URL.Path) {
 		if h, ok, aerr := s.routes.Load().steerHub(r.URL.Path, r.URL.RawQuery); ok {
 			s.steerRoute(w, r, h, aerr)
@@ -435,6 +469,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// recoverRequest, deferred, turns a route's panic into
+// http.ErrAbortHandler once it is logged and counted.
+func (s *Server) recoverRequest() {
+	if v := recover(); v != nil {
+		if v != http.ErrAbortHandler {
+			guard.Recovered(s.log, "request", v)
+		}
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // steerRoute answers a request on a room's steering route (aerr: the
@@ -718,8 +763,10 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 // (store.MemLoads).
 type sweeper interface{ Sweep(now uint64) int }
 
-// every runs fn every period until ctx ends.
-func (s *Server) every(ctx context.Context, period time.Duration, fn func(context.Context)) {
+// every runs fn every period until ctx ends; a panic in one run is
+// recovered, logged and counted under loop (guard), and the next runs on
+// time.
+func (s *Server) every(ctx context.Context, loop string, period time.Duration, fn func(context.Context)) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
@@ -727,7 +774,7 @@ func (s *Server) every(ctx context.Context, period time.Duration, fn func(contex
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			fn(ctx)
+			guard.Do(s.log, loop, func() { fn(ctx) })
 		}
 	}
 }
