@@ -249,7 +249,7 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 			return api.Errorf(api.StoreUnavailable, "the table of loads: %v", err)
 		}
 		if h.qoe != nil {
-			h.qoe.addReport(st.ids, rep, "", session, time.UnixMicro(int64(x.t)))
+			h.qoe.addReport(st.ids, rep, "", session, r.RemoteAddr, time.UnixMicro(int64(x.t)))
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {

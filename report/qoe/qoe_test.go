@@ -3,6 +3,7 @@ package qoe
 import (
 	"math/big"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,11 @@ import (
 )
 
 var t0 = time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+
+// client is a distinct IPv4 client for each i below 2^24 (10.0.0.0/8).
+func client(i int) Client {
+	return ClientOf(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))
+}
 
 func session(i int) report.Session {
 	var s report.Session
@@ -68,9 +74,9 @@ func newAgg(t *testing.T, c Config) *Aggregator {
 func TestOncePerWindow(t *testing.T) {
 	a := newAgg(t, Config{Floor: 1, Window: time.Minute})
 	k := Key{"cdn-a", "fra"}
-	a.Add(k, session(2), 5, true, 2000, true, t0)
+	a.Add(k, session(2), client(2), 5, true, 2000, true, t0)
 	for i := range 10 {
-		a.Add(k, session(1), uint64(100+i), true, 0, false, t0.Add(time.Duration(i)*time.Second))
+		a.Add(k, session(1), client(1), uint64(100+i), true, 0, false, t0.Add(time.Duration(i)*time.Second))
 	}
 	a.Evaluate(t0.Add(30 * time.Second))
 	f := a.Figures()[0]
@@ -93,7 +99,7 @@ func TestOncePerWindow(t *testing.T) {
 // fill gives n sessions (from first) each a report of throughput at.
 func fill(a *Aggregator, k Key, first, n int, throughput uint64, at time.Time) {
 	for i := range n {
-		a.Add(k, session(first+i), throughput, true, 0, false, at)
+		a.Add(k, session(first+i), client(first+i), throughput, true, 0, false, at)
 	}
 }
 
@@ -196,9 +202,9 @@ func TestHysteresis(t *testing.T) {
 func TestBadReports(t *testing.T) {
 	a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 1})
 	k := Key{"cdn-a", "fra"}
-	a.Add(k, session(1), 1<<64-1, true, 0, false, t0)
-	a.Add(k, session(2), 1, true, 1<<63, true, t0)
-	a.Add(k, session(3), 0, false, 0, false, t0)
+	a.Add(k, session(1), client(1), 1<<64-1, true, 0, false, t0)
+	a.Add(k, session(2), client(2), 1, true, 1<<63, true, t0)
+	a.Add(k, session(3), client(3), 0, false, 0, false, t0)
 	a.Ignore("body_malformed")
 	if moves := a.Evaluate(t0); len(moves) != 0 || len(a.Figures()) != 0 {
 		t.Errorf("absurd reports moved %v", moves)
