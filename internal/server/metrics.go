@@ -328,6 +328,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writePoolMetrics(r.Context(), &b)
 	s.writeQoEMetrics(&b)
+	s.writeReportMetrics(&b)
 	s.writeFrontMetrics(&b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

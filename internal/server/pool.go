@@ -69,6 +69,9 @@ type poolHub struct {
 	// changes its settings.
 	qoe  atomic.Pointer[qoeWatch]
 	away awayTable
+	// unread counts the steering requests' report values that do not
+	// count, by reason (issue 26 item 3).
+	unread unreadCounts
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -277,7 +280,8 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	// (§4): a pool orders by health and weight, and, with QoE, by what
 	// its players report.
 	q := report.ParseQuery(r.RequestURI)
-	_, rep := q.Report(r.Header, rt.ids)
+	_, rep, unread := q.ReportUnread(r.Header, rt.ids)
+	ph.unread.note(unread, rep)
 
 	x := poolSteerings.Get().(*poolSteering)
 	x.req.RawQuery = r.URL.RawQuery
