@@ -202,9 +202,6 @@ type QoECell struct {
 	Pathway  string `json:"pathway"`
 	Cohort   string `json:"cohort"`
 	Sessions int    `json:"sessions"`
-	// Clients are the addresses (IPv6: /64s) Sessions came from; each
-	// counts at most qoe.PerClient sessions.
-	Clients int `json:"clients"`
 	// Throughput (bits/s) and buffer (ms) quantiles: p10, p50, p90, over
 	// the sessions that reported each.
 	WithThroughput int        `json:"with_throughput"`
@@ -213,6 +210,9 @@ type QoECell struct {
 	Buffer         [3]uint64  `json:"buffer_ms"`
 	State          string     `json:"state"` // "ok", "degraded", or "probing" (degraded but for the probe share)
 	LastMove       *time.Time `json:"last_move"`
+	// Clients are the addresses (IPv6: /64s) Sessions came from; each
+	// counts at most qoe.PerClient sessions (issue 26 item 2).
+	Clients int `json:"clients"`
 }
 
 // QoEMove is one move.

@@ -102,9 +102,9 @@ type Key struct {
 // reports. A home behind one NAT holds a few players at once (a
 // television, a laptop, phones), and each counts; a client that reports
 // under many sessions (a flood of CMCD sids, or of steering requests that
-// each mint a session) weighs like one household. With MinSessions' 30, no
-// fewer than four clients can make half of the smallest cohort that may
-// move (4 × 4 = 16 > 15), where before one could.
+// each mint a session) weighs like one household. In the smallest cohort
+// that may move (MinSessions, 30) the median is the 15th value: it takes
+// four clients to state 15 (3 × 4 = 12 cannot), where one could before.
 const PerClient = 4
 
 // Client is the network a report came from, as a cell weighs it: an IPv4
