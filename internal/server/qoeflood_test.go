@@ -240,3 +240,64 @@ func TestQoEHouseholdCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestReportsAddressBudget (issue 26 item 2): the reports route limits an
+// address by its lines and by the sids it has not sent before, not only by
+// its requests. One POST of 1 000 lines under 1 000 sids from one address
+// is one request of the 200 its burst allows, and on bd4ceba all 1 000
+// lines were taken; now 16 sids (newSIDBurst) are, the rest counted
+// flood_address_sessions; its lines' budget (1 000, one body) is spent, so
+// that its next lines are counted flood_address_lines; and another
+// address is untouched. The clock stands still: no budget refills.
+func TestReportsAddressBudget(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	srv, err := New(context.Background(), Config{
+		Pools: []pool.Config{qoePool()}, Clock: func() uint64 { return uint64(t0.UnixMicro()) },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, store.NewMemory(), store.NewLoads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	post := func(from, body string) (int, ReportsAnswer) {
+		r := httptest.NewRequest("POST", pool.DefaultPath, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/cmcd")
+		r.RemoteAddr = from
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, r)
+		var a ReportsAnswer
+		if rec.Code == 200 {
+			if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return rec.Code, a
+	}
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, "sid=\"s%d\",cdn=cdn-a,mtp=2000\n", i)
+	}
+	code, a := post("192.0.2.66:1000", b.String())
+	if code != 200 || a.Accepted != newSIDBurst || a.Ignored["flood_address_sessions"] != 1000-newSIDBurst {
+		t.Errorf("1 000 sids from one address: %d %+v, want %d accepted and %d flood_address_sessions", code, a, newSIDBurst, 1000-newSIDBurst)
+	}
+	code, a = post("192.0.2.66:1001", "sid=\"s0\",cdn=cdn-a,mtp=2000\nsid=\"s1\",cdn=cdn-a,mtp=2000\n")
+	if code != 200 || a.Accepted != 0 || a.Ignored["flood_address_lines"] != 2 {
+		t.Errorf("the same address's next lines: %d %+v, want 2 flood_address_lines", code, a)
+	}
+	// An IPv6 /64 is one address: its second host shares the budget.
+	var six strings.Builder
+	for i := range newSIDBurst + 1 {
+		fmt.Fprintf(&six, "sid=\"v%d\",cdn=cdn-a,mtp=2000\n", i)
+	}
+	code, a = post("[2001:db8:5:6::1]:1", six.String())
+	if code != 200 || a.Accepted != newSIDBurst || a.Ignored["flood_address_sessions"] != 1 {
+		t.Errorf("%d sids from 2001:db8:5:6::1: %d %+v", newSIDBurst+1, code, a)
+	}
+	if code, a = post("[2001:db8:5:6::2]:1", "sid=\"v99\",cdn=cdn-a,mtp=2000\n"); code != 200 || a.Ignored["flood_address_sessions"] != 1 {
+		t.Errorf("another host of the /64: %d %+v, want its sid refused", code, a)
+	}
+	if code, _ := post("198.51.100.7:2000", "sid=\"s0\",cdn=cdn-a,mtp=2000\n"); code != 204 {
+		t.Errorf("another address: %d, want 204", code)
+	}
+}
