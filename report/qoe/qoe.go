@@ -1,11 +1,10 @@
 // Package qoe aggregates what players report of their pathways (issue 17):
 // per pathway and cohort, the throughput and buffer each session reported
 // last within a sliding window, as quantiles over distinct sessions (at
-// most PerClient of one client address, issue 26), and a
-// rule that moves a cohort's sessions off a pathway whose median falls
-// below a floor, or below a fraction of the cohort's best pathway, before
-// its viewers rebuffer (the multi-CDN seed's "approach 2"), with
-// hysteresis. It knows pathways by id and cohorts by name; where the
+// most PerClient of one client address, issue 26), and a rule that moves a
+// cohort's sessions off a pathway whose median falls below a floor, or
+// below a fraction of the cohort's best pathway, before its viewers
+// rebuffer (the multi-CDN seed's "approach 2"), with hysteresis. It knows pathways by id and cohorts by name; where the
 // reports come from and what a move does to an order is the caller's.
 package qoe
 
