@@ -239,6 +239,9 @@ func TestQoEHouseholdCounts(t *testing.T) {
 			t.Errorf("after a fifth player behind one address, cdn-a has %d sessions, want 30", f.Sessions)
 		}
 	}
+	if n := w.agg.Ignored()["crowded_client"]; n != 1 {
+		t.Errorf("crowded_client %d, want 1", n)
+	}
 }
 
 // TestReportsAddressBudget (issue 26 item 2): the reports route limits an

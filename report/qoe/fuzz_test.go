@@ -76,3 +76,33 @@ func check(t *testing.T, a *Aggregator) {
 		}
 	}
 }
+
+// FuzzParseClient: whatever a request's RemoteAddr holds, ParseClient
+// never panics and gives an IPv4 address, an IPv6 /64 (its low 64 bits
+// zero, no zone) or the unknown client; and an address read with or
+// without its port is one client.
+func FuzzParseClient(f *testing.F) {
+	for _, s := range []string{"192.0.2.1:443", "[2001:db8::1%eth0]:1", "::ffff:10.0.0.1", "", "@", "[::1]", "1.2.3.4:99999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := ParseClient(s)
+		if !c.a.IsValid() {
+			return
+		}
+		if c.a.Zone() != "" || c.a.Is4In6() {
+			t.Fatalf("%q: client %v", s, c)
+		}
+		if c.a.Is6() {
+			b := c.a.As16()
+			for _, x := range b[8:] {
+				if x != 0 {
+					t.Fatalf("%q: client %v is not a /64", s, c)
+				}
+			}
+		}
+		if ap, err := netip.ParseAddrPort(s); err == nil && ParseClient(netip.AddrPortFrom(ap.Addr(), 1).String()) != c {
+			t.Fatalf("%q: another port, another client", s)
+		}
+	})
+}
