@@ -140,6 +140,7 @@ func TestQoEFloodHealthy(t *testing.T) {
 		{sessions: 100, flood: 2_000_000},
 		{sessions: 1000, flood: 2_000_000},
 		{sessions: 100, flood: 2_000_000, steering: true},
+		{sessions: 1000, flood: 2_000_000, steering: true},
 	} {
 		t.Run(fmt.Sprintf("%d sessions, steering %v", fr.sessions, fr.steering), func(t *testing.T) {
 			if r := fr.run(t); len(r.moves) != 0 {
@@ -162,6 +163,7 @@ func TestQoEFloodDelays(t *testing.T) {
 		{drop: drop, sessions: 100, flood: 17_000_000},
 		{drop: drop, sessions: 1000, flood: 17_000_000},
 		{drop: drop, sessions: 100, flood: 17_000_000, steering: true},
+		{drop: drop, sessions: 1000, flood: 17_000_000, steering: true},
 	} {
 		t.Run(fmt.Sprintf("%d sessions, steering %v", fr.sessions, fr.steering), func(t *testing.T) {
 			r := fr.run(t)
