@@ -96,7 +96,7 @@ func TestPerClientRule(t *testing.T) {
 func TestPoolCohortMove(t *testing.T) {
 	e := newPoolEnv(t, testToken, qoePool())
 	region := func(r string) http.Header { return http.Header{"X-Region": {r}} }
-	src := newSources(t, e.ts) // each session reports from its own address
+	src := newLoopbackSources(t, e.ts) // each session reports from its own address
 	var fra []*poolManifest
 	for i := 0; len(fra) < 10; i++ {
 		_, b := e.do("GET", pool.DefaultPath, "", region("fra"))
@@ -271,7 +271,7 @@ func TestRoomQoE(t *testing.T) {
 	operator := e.sc.Policy.Digest().String()
 	ids := e.sc.Policy.IDs()
 	victim := e.steer("/v1/steer", nil).Priority[0]
-	src := newSources(t, e.ts) // each player from its own address
+	src := newLoopbackSources(t, e.ts) // each player from its own address
 	for _, id := range ids {
 		bps := 10_000_000
 		if id == victim {

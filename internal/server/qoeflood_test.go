@@ -189,7 +189,7 @@ func TestQoEHouseholdCounts(t *testing.T) {
 	c.QoE.Config.MinSessions = 30
 	c.QoE.Lowest = 0
 	e := newPoolEnv(t, testToken, c)
-	src := newSources(t, e.ts)
+	src := newLoopbackSources(t, e.ts)
 	report := func(from string, on string, bps int) {
 		t.Helper()
 		// A player's first request has no report; its reload reports

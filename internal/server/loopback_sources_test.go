@@ -10,18 +10,18 @@ import (
 	"testing"
 )
 
-// sources are HTTP clients that each connect from one loopback address
+// loopbackSources are HTTP clients that each connect from one loopback address
 // (Linux answers the whole of 127.0.0.0/8), so that a test's players
 // come from as many client addresses as it says (issue 26 item 2: QoE
 // weighs an address like one household).
-type sources struct {
+type loopbackSources struct {
 	mu  sync.Mutex
 	tr  map[string]*http.Transport
 	url string
 }
 
-func newSources(t testing.TB, f *testFront) *sources {
-	s := &sources{tr: map[string]*http.Transport{}, url: f.URL}
+func newLoopbackSources(t testing.TB, f *testFront) *loopbackSources {
+	s := &loopbackSources{tr: map[string]*http.Transport{}, url: f.URL}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -32,7 +32,7 @@ func newSources(t testing.TB, f *testFront) *sources {
 	return s
 }
 
-func (s *sources) client(ip string) *http.Client {
+func (s *loopbackSources) client(ip string) *http.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tr := s.tr[ip]
@@ -47,7 +47,7 @@ func (s *sources) client(ip string) *http.Client {
 }
 
 // do sends a request from ip; target is a path, or a URL on the server.
-func (s *sources) do(t testing.TB, ip, method, target, body string, header http.Header) (*http.Response, []byte) {
+func (s *loopbackSources) do(t testing.TB, ip, method, target, body string, header http.Header) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.url+strings.TrimPrefix(target, s.url), strings.NewReader(body))
 	if err != nil {
