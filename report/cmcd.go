@@ -47,25 +47,35 @@ func cmcdRequest(h http.Header) (string, bool) {
 	return strings.Join(lines, ", "), true
 }
 
+// cmcdKeyValues are bl and mtp as a Dictionary gives them (§4.4): v[i]
+// when has[i]; given[i] when cmcdKeys[i] is a member at all, whether or not
+// its value reads.
+type cmcdKeyValues struct {
+	v     [2]uint64
+	has   [2]bool
+	given [2]bool
+}
+
 // readDictionary reads bl and mtp from text as an RFC 9651 Dictionary
-// (§4.4): the value of each that reads, and has[i] when cmcdKeys[i] does. A
-// text that does not parse gives neither key.
-func readDictionary(text string) (v [2]uint64, has [2]bool) {
-	if v, has, ok := readSimpleDictionary(text); ok {
-		return v, has
+// (§4.4): the value of each that reads, and has[i] when cmcdKeys[i] does.
+// A text that does not parse gives neither key, and parsed false.
+func readDictionary(text string) (k cmcdKeyValues, parsed bool) {
+	if k, ok := readSimpleDictionary(text); ok {
+		return k, true
 	}
 	d, ok := parseDictionary(text)
 	if !ok {
-		return v, has
+		return k, false
 	}
-	for i, k := range cmcdKeys {
+	for i, key := range cmcdKeys {
 		// A key given twice keeps its last value (RFC 9651 §4.2.2), as
 		// httpsfv's Dictionary does.
-		if m, ok := d.Get(k); ok {
-			v[i], has[i] = keyValue(m)
+		if m, ok := d.Get(key); ok {
+			k.given[i] = true
+			k.v[i], k.has[i] = keyValue(m)
 		}
 	}
-	return v, has
+	return k, true
 }
 
 // readSimpleDictionary is readDictionary for the Dictionaries players send:
@@ -76,18 +86,18 @@ func readDictionary(text string) (v [2]uint64, has [2]bool) {
 // another item, parameters, an Inner List, or text that is no Dictionary,
 // which readDictionary parses in full (and FuzzSimpleDictionary holds the
 // two to one answer).
-func readSimpleDictionary[T string | []byte](s T) (v [2]uint64, has [2]bool, ok bool) {
+func readSimpleDictionary[T string | []byte](s T) (k cmcdKeyValues, ok bool) {
 	i := 0
 	for i < len(s) && s[i] == ' ' {
 		i++
 	}
 	if i == len(s) {
-		return v, has, true // no member
+		return k, true // no member
 	}
 	for {
 		// A key: lcalpha or "*", then lcalpha, DIGIT, "_", "-", "." or "*".
 		if !isLower(s[i]) && s[i] != '*' {
-			return v, has, false
+			return k, false
 		}
 		start := i
 		for i++; i < len(s) && isKeyChar(s[i]); i++ {
@@ -105,7 +115,7 @@ func readSimpleDictionary[T string | []byte](s T) (v [2]uint64, has [2]bool, ok 
 		if i < len(s) && s[i] == '=' {
 			i++
 			if i == len(s) {
-				return v, has, false
+				return k, false
 			}
 			switch c := s[i]; {
 			case c == '-' || '0' <= c && c <= '9': // an Integer: at most 15 digits
@@ -118,48 +128,48 @@ func readSimpleDictionary[T string | []byte](s T) (v [2]uint64, has [2]bool, ok 
 					n = n*10 + uint64(s[i]-'0')
 				}
 				if i == digits || i-digits > 15 || i < len(s) && s[i] == '.' { // none, too many, or a Decimal
-					return v, has, false
+					return k, false
 				}
 				integer = !negative || n == 0
 			case c == '"': // a String, none of whose characters is escaped
 				for i++; i < len(s) && s[i] != '"'; i++ {
 					if s[i] == '\\' || s[i] < 0x20 || s[i] > 0x7e {
-						return v, has, false
+						return k, false
 					}
 				}
 				if i == len(s) {
-					return v, has, false
+					return k, false
 				}
 				i++
 			case isAlpha(c) || c == '*': // a Token
 				for i++; i < len(s) && isTokenChar(s[i]); i++ {
 				}
 			default:
-				return v, has, false
+				return k, false
 			}
 		}
 		if which >= 0 {
-			v[which], has[which] = 0, false
+			k.v[which], k.has[which], k.given[which] = 0, false, true
 			if integer {
-				v[which], has[which] = n, true
+				k.v[which], k.has[which] = n, true
 			}
 		}
 		if i < len(s) && s[i] == ';' { // parameters
-			return v, has, false
+			return k, false
 		}
 		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
 			i++
 		}
 		if i == len(s) {
-			return v, has, true
+			return k, true
 		}
 		if s[i] != ',' {
-			return v, has, false
+			return k, false
 		}
 		for i++; i < len(s) && (s[i] == ' ' || s[i] == '\t'); i++ {
 		}
 		if i == len(s) { // a trailing comma
-			return v, has, false
+			return k, false
 		}
 	}
 }

@@ -5,7 +5,9 @@
 //
 // A report is read, never refused: a value the request does not carry in
 // the form §4 gives, or that does not read, is absent (0, its bit of
-// Report.Present clear), never zero. So Read has no error.
+// Report.Present clear), never zero. So Read has no error. What a request
+// carried that did not read is named, by reason, by Query.ReportUnread
+// (Unread), for a server to count (issue 26).
 //
 // # Wire format
 //

@@ -2,6 +2,7 @@ package report
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,8 +10,9 @@ import (
 
 // refRead is a straightforward reading of §4 and COMPANION §6, built on
 // refQuery (the standard library's decoder, maps) and refDictionary (the
-// second RFC 9651 reading): what Read must agree with.
-func refRead(target string, lines []string, ids []string) (Protocol, Report) {
+// second RFC 9651 reading): what Read must agree with; and what the
+// request carried that did not read, by the rules of Unread's doc.
+func refRead(target string, lines []string, ids []string) (Protocol, Report, Unread) {
 	q := refQuery(target)
 	index := func(s string) (uint8, bool) {
 		for i, id := range ids {
@@ -34,6 +36,8 @@ func refRead(target string, lines []string, ids []string) (Protocol, Report) {
 		return n, err == nil
 	}
 	var r Report
+	var u Unread
+	named := func(s string) bool { return s != "" && s != "." }
 	setC := func(s string) bool {
 		i, ok := index(s)
 		if ok {
@@ -44,6 +48,8 @@ func refRead(target string, lines []string, ids []string) (Protocol, Report) {
 	setT := func(s string) {
 		if n, ok := integer(s); ok {
 			r = with(r, T(n))
+		} else if s != "" {
+			u |= ThroughputUnreadable
 		}
 	}
 	p := HLS
@@ -53,11 +59,16 @@ func refRead(target string, lines []string, ids []string) (Protocol, Report) {
 		p = DASH
 		j := 0
 		if v, ok := q[nameDASHPathway]; ok {
-			for pos, item := range strings.Split(unquote(v), ",") {
+			items := strings.Split(unquote(v), ",")
+			found := false
+			for pos, item := range items {
 				if setC(item) {
-					j = pos
+					j, found = pos, true
 					break
 				}
+			}
+			if !found && slices.ContainsFunc(items, named) {
+				u |= UnknownPathway
 			}
 		}
 		if v, ok := q[nameDASHThroughput]; ok {
@@ -66,8 +77,8 @@ func refRead(target string, lines []string, ids []string) (Protocol, Report) {
 			}
 		}
 	} else {
-		if v, ok := q[nameHLSPathway]; ok {
-			setC(unquote(v))
+		if v, ok := q[nameHLSPathway]; ok && !setC(unquote(v)) && named(unquote(v)) {
+			u |= UnknownPathway
 		}
 		if v, ok := q[nameHLSThroughput]; ok {
 			setT(v)
@@ -78,19 +89,26 @@ func refRead(target string, lines []string, ids []string) (Protocol, Report) {
 		text, ok = strings.Join(lines, ", "), true
 	}
 	if !ok {
-		return p, r
+		return p, r, u
 	}
 	d, err := refDictionary(text)
 	if err != nil {
-		return p, r
+		return p, r, u | CMCDUnreadable
+	}
+	given := func(key string) bool {
+		return slices.ContainsFunc(d, func(m refMember) bool { return m.key == key })
 	}
 	if bl, ok := refKey(d, "bl"); ok {
 		r = with(r, B(bl))
+	} else if given("bl") {
+		u |= BufferUnreadable
 	}
 	if mtp, ok := refKey(d, "mtp"); ok && r.Present&HasThroughput == 0 {
 		r = with(r, T(mtp*1000)) // mtp < 10^15 (RFC 9651 §3.3.1)
+	} else if !ok && given("mtp") {
+		u |= ThroughputUnreadable
 	}
-	return p, r
+	return p, r, u
 }
 
 // readSeeds are requests from the table tests.
@@ -105,6 +123,15 @@ var readSeeds = []struct{ target, header string }{
 	{`/s`, "d=@1692859242,e=%\"f%c3%bc\",b=:YQ:,bl=4\nmtp=2"},
 	{`/s#?_HLS_pathway=alpha`, `bl=1,b=:YR==:`},
 	{`/s?_HLS_throughput="5"&CMCD=bl=0,mtp=15.26`, ""},
+	// Issue 26 item 3's values.
+	{`/s?_HLS_pathway=alpha&_HLS_throughput=18446744073709551616`, ""},
+	{`/s?_HLS_pathway=alpha&_HLS_throughput=-5`, ""},
+	{`/s?_HLS_pathway=.&_HLS_throughput=fast`, ""},
+	{`/s?_DASH_pathway="x,beta"&_DASH_throughput=1,-5`, ""},
+	{`/s?_DASH_pathway=",."&_DASH_throughput=,`, ""},
+	{`/s?CMCD=mtp%3D-5%2Cbl%3D-1`, ""},
+	{`/s?_HLS_pathway=omega`, "mtp=-5,bl=(1 -2)"},
+	{`/s`, "bl=1;,"},
 }
 
 // FuzzRead checks that Read never panics, that its report keeps §7.1's
@@ -123,7 +150,20 @@ func FuzzRead(f *testing.F) {
 			lines = strings.Split(header, "\n")
 			h["Cmcd-Request"] = lines
 		}
-		p, r := Read(target, h, testIDs)
+		q := ParseQuery(target)
+		p, r, u := q.ReportUnread(h, testIDs)
+		if rp, rr := Read(target, h, testIDs); rp != p || rr != r {
+			t.Fatalf("Read %d, %+v; ReportUnread %d, %+v", rp, rr, p, r)
+		}
+		// Issue 26 item 3: every reason is one of the known set.
+		if u >= 1<<len(UnreadReasons()) {
+			t.Fatalf("unread %#x, beyond the %d reasons", u, len(UnreadReasons()))
+		}
+		for _, why := range u.Reasons() {
+			if !slices.Contains(UnreadReasons(), why) {
+				t.Fatalf("reason %q", why)
+			}
+		}
 		if p != HLS && p != DASH {
 			t.Fatalf("protocol %d", p)
 		}
@@ -138,9 +178,9 @@ func FuzzRead(f *testing.F) {
 		if r.Present&HasPathway != 0 && int(r.Pathway) >= len(testIDs) {
 			t.Fatalf("pathway %d of %d", r.Pathway, len(testIDs))
 		}
-		wp, wr := refRead(target, lines, testIDs)
-		if p != wp || r != wr {
-			t.Fatalf("Read(%q, %q) = %d, %+v; reference %d, %+v", target, lines, p, r, wp, wr)
+		wp, wr, wu := refRead(target, lines, testIDs)
+		if p != wp || r != wr || u != wu {
+			t.Fatalf("Read(%q, %q) = %d, %+v, unread %v; reference %d, %+v, %v", target, lines, p, r, u.Reasons(), wp, wr, wu.Reasons())
 		}
 		if q := ParseQuery(target); q.Protocol() != p {
 			t.Fatalf("Protocol() = %d; Read %d", q.Protocol(), p)
@@ -170,8 +210,8 @@ func FuzzDictionary(f *testing.F) {
 			t.Fatalf("%q: package parsed %v; reference: %v", text, ok, err)
 		}
 		if !ok {
-			if v, has := readDictionary(text); has != [2]bool{} || v != [2]uint64{} {
-				t.Fatalf("%q: does not parse, reads %v %v", text, v, has)
+			if k, parsed := readDictionary(text); parsed || k != (cmcdKeyValues{}) {
+				t.Fatalf("%q: does not parse, reads %+v", text, k)
 			}
 			return
 		}
@@ -215,10 +255,11 @@ func FuzzSimpleDictionary(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		v, has, ok := readSimpleDictionary(text)
+		k, ok := readSimpleDictionary(text)
 		if !ok {
 			return
 		}
+		v, has := k.v, k.has
 		d, parsed := parseDictionary(text)
 		if !parsed {
 			t.Fatalf("%q: the fast path reads %v %v; the full parse refuses it", text, v, has)
@@ -227,14 +268,15 @@ func FuzzSimpleDictionary(f *testing.F) {
 			t.Fatalf("%q: the fast path reads it; the reference refuses it: %v", text, err)
 		}
 		var wv [2]uint64
-		var whas [2]bool
-		for i, k := range cmcdKeys {
-			if m, ok := d.Get(k); ok {
+		var whas, wgiven [2]bool
+		for i, key := range cmcdKeys {
+			if m, ok := d.Get(key); ok {
 				wv[i], whas[i] = keyValue(m)
+				wgiven[i] = true
 			}
 		}
-		if v != wv || has != whas {
-			t.Fatalf("%q: the fast path reads %v %v; the full parse %v %v", text, v, has, wv, whas)
+		if v != wv || has != whas || k.given != wgiven {
+			t.Fatalf("%q: the fast path reads %v %v %v; the full parse %v %v %v", text, v, has, k.given, wv, whas, wgiven)
 		}
 	})
 }

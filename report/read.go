@@ -32,29 +32,86 @@ func (q *Query) Protocol() Protocol {
 // A pathway index must fit Report.Pathway's u8 (§7.1): only the first 256
 // IDs can be c, and a policy has at most 32 (§3.3).
 func (q *Query) Report(h http.Header, ids []string) (Protocol, Report) {
+	p, r, _ := q.ReportUnread(h, ids)
+	return p, r
+}
+
+// ReportUnread is Report, with what the request carried that did not read
+// (Unread): the same protocol and report.
+func (q *Query) ReportUnread(h http.Header, ids []string) (Protocol, Report, Unread) {
 	var r Report
+	var u Unread
 	p := q.Protocol()
 	// The pathway values are decoded into buf: a value of this size or
 	// less needs no allocation.
 	var buf [256]byte
 	if p == DASH {
 		// Both protocols' parameters: the DASH ones alone (COMPANION §6).
-		q.readDASH(&r, ids, buf[:0])
+		q.readDASH(&r, &u, ids, buf[:0])
 	} else {
-		q.readHLS(&r, ids, buf[:0])
+		q.readHLS(&r, &u, ids, buf[:0])
 	}
-	q.readCMCD(&r, h)
-	return p, r
+	q.readCMCD(&r, &u, h)
+	return p, r, u
 }
 
+// Unread is what a steering request carried of a report that §4 does not
+// read (so absent, never zero: the decision is made as without it), one
+// bit a reason (issue 26 item 3). Only a value the request carries counts:
+// an empty value, or a list without the item at c's position, carries
+// none (dash.js leaves an entry empty where it has no sample), and "." is
+// the default pathway's ID (rfc8216bis: hls.js sends it before it knows
+// its pathway), never an unknown one.
+type Unread uint8
+
+const (
+	// UnknownPathway: _HLS_pathway, or every item of _DASH_pathway, is
+	// not the ID of a pathway of the policy.
+	UnknownPathway Unread = 1 << iota
+	// ThroughputUnreadable: _HLS_throughput, or the item of
+	// _DASH_throughput at c's position, is not an integer (§4.1: a sign,
+	// a letter, a value over 2^64 − 1), or the CMCD key mtp is given
+	// with a value other than §4.4's.
+	ThroughputUnreadable
+	// BufferUnreadable: the CMCD key bl is given with a value other than
+	// §4.4's (a negative Integer, a Decimal, a String, ...).
+	BufferUnreadable
+	// CMCDUnreadable: the CMCD text (the query's part, or the
+	// CMCD-Request header) is not an RFC 9651 Dictionary.
+	CMCDUnreadable
+)
+
+// unreadReasons name the bits of Unread, from the lowest.
+var unreadReasons = [...]string{"unknown_pathway", "throughput_unreadable", "buffer_unreadable", "cmcd_unreadable"}
+
+// UnreadReasons are the names of every bit of Unread, from the lowest.
+func UnreadReasons() []string { return unreadReasons[:] }
+
+// Reasons are the names of u's bits, from the lowest.
+func (u Unread) Reasons() []string {
+	var out []string
+	for i, name := range unreadReasons {
+		if u&(1<<i) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// carried reports whether a pathway value names something: neither empty
+// nor the default pathway's ".".
+func carried(v []byte) bool { return len(v) > 0 && !(len(v) == 1 && v[0] == '.') }
+
 // readHLS is §4.2.
-func (q *Query) readHLS(r *Report, ids []string, buf []byte) {
+func (q *Query) readHLS(r *Report, u *Unread, ids []string, buf []byte) {
 	if q.has&hasHLSPathway != 0 {
 		// c: _HLS_pathway, unquoted, when it is the id of a pathway.
 		v := unquote(appendDecoded(buf, q.hlsPathway))
 		if i, ok := pathwayIndex(ids, v); ok {
 			r.Present |= HasPathway
 			r.Pathway = i
+		} else if carried(v) {
+			*u |= UnknownPathway
 		}
 	}
 	if q.has&hasHLSThroughput != 0 {
@@ -64,18 +121,21 @@ func (q *Query) readHLS(r *Report, ids []string, buf []byte) {
 		if t, ok := integer(v); ok {
 			r.Present |= HasThroughput
 			r.Throughput = t
+		} else if len(v) > 0 {
+			*u |= ThroughputUnreadable
 		}
 	}
 }
 
 // readDASH is §4.3.
-func (q *Query) readDASH(r *Report, ids []string, buf []byte) {
+func (q *Query) readDASH(r *Report, u *Unread, ids []string, buf []byte) {
 	j := 0 // the position of c in the list; 0 when no pathway is current
 	if q.has&hasDASHPathway != 0 {
 		// c: of _DASH_pathway, unquoted (quoted or not: the clause's own
 		// example has no quotes) and cut at each ",", the first item that
 		// is the id of a pathway, at position j of the list.
 		v := unquote(appendDecoded(buf, q.dashPathway))
+		named := false
 		for pos := 0; ; pos++ {
 			item, rest, more := bytes.Cut(v, comma)
 			if i, ok := pathwayIndex(ids, item); ok {
@@ -84,7 +144,11 @@ func (q *Query) readDASH(r *Report, ids []string, buf []byte) {
 				j = pos
 				break
 			}
+			named = named || carried(item)
 			if !more {
+				if named {
+					*u |= UnknownPathway
+				}
 				break
 			}
 			v = rest
@@ -100,6 +164,8 @@ func (q *Query) readDASH(r *Report, ids []string, buf []byte) {
 				if t, ok := integer(item); ok {
 					r.Present |= HasThroughput
 					r.Throughput = t
+				} else if len(item) > 0 {
+					*u |= ThroughputUnreadable
 				}
 				break
 			}
@@ -115,9 +181,9 @@ var comma = []byte{','}
 
 // readCMCD is §4.4: the CMCD part's value or, when the query has no such
 // part, the CMCD-Request header's; the parser runs only when there is one.
-func (q *Query) readCMCD(r *Report, h http.Header) {
-	var v [2]uint64
-	var has [2]bool
+func (q *Query) readCMCD(r *Report, u *Unread, h http.Header) {
+	var k cmcdKeyValues
+	parsed := true
 	if q.has&hasCMCD != 0 {
 		text := q.cmcd
 		if decodedLen(text) != len(text) {
@@ -125,19 +191,30 @@ func (q *Query) readCMCD(r *Report, h http.Header) {
 			var buf [512]byte
 			b := appendDecoded(buf[:0], text)
 			var ok bool
-			if v, has, ok = readSimpleDictionary(b); !ok {
-				v, has = readDictionary(string(b))
+			if k, ok = readSimpleDictionary(b); !ok {
+				k, parsed = readDictionary(string(b))
 			}
 		} else {
-			v, has = readDictionary(text)
+			k, parsed = readDictionary(text)
 		}
 	} else {
 		text, ok := cmcdRequest(h)
 		if !ok {
 			return
 		}
-		v, has = readDictionary(text)
+		k, parsed = readDictionary(text)
 	}
+	if !parsed {
+		*u |= CMCDUnreadable
+		return
+	}
+	if k.given[0] && !k.has[0] {
+		*u |= BufferUnreadable
+	}
+	if k.given[1] && !k.has[1] {
+		*u |= ThroughputUnreadable
+	}
+	v, has := k.v, k.has
 	if has[0] {
 		// B is bl (milliseconds).
 		r.Present |= HasBuffer

@@ -63,6 +63,10 @@ type hub struct {
 	// store's active one superseded it, which New keeps routed.
 	decisions string
 
+	// unread counts the steering requests' report values that do not
+	// count, by reason (issue 26 item 3).
+	unread unreadCounts
+
 	// checkpoint is the latest checkpoint of the room's log signed (log.go).
 	checkpoint atomic.Pointer[signedCheckpoint]
 	// restored is set once the room's live sessions are counted again from

@@ -329,6 +329,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writePoolMetrics(r.Context(), &b)
 	s.writeQoEMetrics(&b)
+	s.writeReportMetrics(&b)
 	s.writeFrontMetrics(&b)
 	writePanicMetrics(&b)
 

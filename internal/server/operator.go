@@ -219,6 +219,9 @@ type Status struct {
 	Decisions      DecisionsStatus `json:"decisions"`
 	Records        RecordsStatus   `json:"records"`
 	QoE            *QoEView        `json:"qoe,omitempty"` // a room that steers by QoE
+	// ReportsIgnored counts the steering requests whose report carried a
+	// value that does not count, by reason (issue 26 item 3).
+	ReportsIgnored map[string]uint64 `json:"reports_ignored"`
 }
 
 // PolicyStatus names the active policy.
@@ -357,6 +360,7 @@ func (s *Server) roomStatus(ctx context.Context, h *hub, loadsAt uint64) (Status
 	if h.qoe != nil {
 		out.QoE = h.qoe.view()
 	}
+	out.ReportsIgnored = h.unread.view()
 	return out, nil
 }
 

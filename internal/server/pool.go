@@ -69,6 +69,9 @@ type poolHub struct {
 	// changes its settings.
 	qoe  atomic.Pointer[qoeWatch]
 	away awayTable
+	// unread counts the steering requests' report values that do not
+	// count, by reason (issue 26 item 3).
+	unread unreadCounts
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -277,7 +280,8 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	// (§4): a pool orders by health and weight, and, with QoE, by what
 	// its players report.
 	q := report.ParseQuery(r.RequestURI)
-	_, rep := q.Report(r.Header, rt.ids)
+	_, rep, unread := q.ReportUnread(r.Header, rt.ids)
+	ph.unread.note(unread, rep)
 
 	x := poolSteerings.Get().(*poolSteering)
 	x.req.RawQuery = r.URL.RawQuery
@@ -292,7 +296,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	mb := buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
 	if w := ph.qoe.Load(); w != nil && rep.Present&report.HasPathway != 0 {
-		w.addReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), at)
+		w.addReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), r.RemoteAddr, at)
 	}
 	x.first = first
 	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.s.grace

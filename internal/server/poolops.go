@@ -83,6 +83,9 @@ type PoolView struct {
 	Edges   []EdgeView   `json:"edges"`
 	Changes []edgeChange `json:"changes"`       // the latest, oldest first
 	QoE     *QoEView     `json:"qoe,omitempty"` // with [steering.qoe]
+	// ReportsIgnored counts the steering requests whose report carried a
+	// value that does not count, by reason (issue 26 item 3).
+	ReportsIgnored map[string]uint64 `json:"reports_ignored"`
 }
 
 // EdgeView is one edge, as the station seed lists it, with what the
@@ -228,6 +231,7 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 		n := ph.away.len()
 		v.QoE.KeptAway = &n
 	}
+	v.ReportsIgnored = ph.unread.view()
 	return v
 }
 

@@ -90,8 +90,9 @@ func (s *Server) evaluateQoE(context.Context) {
 }
 
 // addReport gives the aggregator a steering request's report (§4): the
-// throughput and buffer the session states of the pathway it is on.
-func (w *qoeWatch) addReport(ids []string, rep report.Report, cohort string, session report.Session, at time.Time) {
+// throughput and buffer the session states of the pathway it is on, from
+// the client at remote (the request's RemoteAddr).
+func (w *qoeWatch) addReport(ids []string, rep report.Report, cohort string, session report.Session, remote string, at time.Time) {
 	if rep.Present&report.HasPathway == 0 || int(rep.Pathway) >= len(ids) {
 		return
 	}
@@ -99,7 +100,7 @@ func (w *qoeWatch) addReport(ids []string, rep report.Report, cohort string, ses
 	if !hasT && !hasB {
 		return
 	}
-	w.agg.Add(qoe.Key{Pathway: ids[rep.Pathway], Cohort: cohort}, session, rep.Throughput, hasT, rep.Buffer, hasB, at)
+	w.agg.Add(qoe.Key{Pathway: ids[rep.Pathway], Cohort: cohort}, session, qoe.ParseClient(remote), rep.Throughput, hasT, rep.Buffer, hasB, at)
 }
 
 // awayTable is a pool's clients the per-client rule moved off a pathway,
@@ -209,6 +210,9 @@ type QoECell struct {
 	Buffer         [3]uint64  `json:"buffer_ms"`
 	State          string     `json:"state"` // "ok", "degraded", or "probing" (degraded but for the probe share)
 	LastMove       *time.Time `json:"last_move"`
+	// Clients are the addresses (IPv6: /64s) Sessions came from; each
+	// counts at most qoe.PerClient sessions (issue 26 item 2).
+	Clients int `json:"clients"`
 }
 
 // QoEMove is one move.
@@ -230,7 +234,7 @@ func (w *qoeWatch) view() *QoEView {
 		Cells:    []QoECell{}, Moves: []QoEMove{}, Ignored: w.agg.Ignored(),
 	}
 	for _, f := range w.agg.Figures() {
-		cell := QoECell{Pathway: f.Pathway, Cohort: f.Cohort, Sessions: f.Sessions, WithThroughput: f.WithT, Throughput: f.Throughput,
+		cell := QoECell{Pathway: f.Pathway, Cohort: f.Cohort, Sessions: f.Sessions, Clients: f.Clients, WithThroughput: f.WithT, Throughput: f.Throughput,
 			WithBuffer: f.WithB, Buffer: f.Buffer, State: "ok"}
 		switch {
 		case f.Probing:

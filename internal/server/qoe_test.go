@@ -96,6 +96,7 @@ func TestPerClientRule(t *testing.T) {
 func TestPoolCohortMove(t *testing.T) {
 	e := newPoolEnv(t, testToken, qoePool())
 	region := func(r string) http.Header { return http.Header{"X-Region": {r}} }
+	src := newLoopbackSources(t, e.ts) // each session reports from its own address
 	var fra []*poolManifest
 	for i := 0; len(fra) < 10; i++ {
 		_, b := e.do("GET", pool.DefaultPath, "", region("fra"))
@@ -111,7 +112,7 @@ func TestPoolCohortMove(t *testing.T) {
 		if n := countFirst(fra, on); n >= 5 {
 			continue
 		}
-		_, b = e.do("GET", strings.TrimPrefix(m.Reload, e.ts.URL)+fmt.Sprintf("&_HLS_pathway=%s&_HLS_throughput=%d", on, bps), "", region("fra"))
+		_, b = src.do(t, fmt.Sprintf("127.0.1.%d", len(fra)+1), "GET", m.Reload+fmt.Sprintf("&_HLS_pathway=%s&_HLS_throughput=%d", on, bps), "", region("fra"))
 		if err := json.Unmarshal(b, &m); err != nil || m.Priority[0] != on {
 			t.Fatalf("a report before any move changed the order: %s", b)
 		}
@@ -270,13 +271,16 @@ func TestRoomQoE(t *testing.T) {
 	operator := e.sc.Policy.Digest().String()
 	ids := e.sc.Policy.IDs()
 	victim := e.steer("/v1/steer", nil).Priority[0]
+	src := newLoopbackSources(t, e.ts) // each player from its own address
 	for _, id := range ids {
 		bps := 10_000_000
 		if id == victim {
 			bps = 2_000_000
 		}
-		for range 5 {
-			e.steer(fmt.Sprintf("/v1/steer?_HLS_pathway=%s&_HLS_throughput=%d", id, bps), nil)
+		for i := range 5 {
+			if resp, b := src.do(t, fmt.Sprintf("127.0.1.%d", i+1), "GET", fmt.Sprintf("/v1/steer?_HLS_pathway=%s&_HLS_throughput=%d", id, bps), "", nil); resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
 		}
 	}
 	waitFor(t, 5*time.Second, "the room steering by the QoE policy", func() bool { return e.status().Policy.Digest != operator })

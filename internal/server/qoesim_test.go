@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -142,6 +143,8 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 			}
 			r := httptest.NewRequest("GET", target, nil)
 			r.Header.Set("X-Region", v.region)
+			// Each viewer at home, on its own address (issue 26 item 2).
+			r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:443", i>>16&0xff, i>>8&0xff, i&0xff)
 			rec := httptest.NewRecorder()
 			srv.ServeHTTP(rec, r)
 			res.requests++

@@ -17,21 +17,32 @@ import (
 // to a steering route whose steerer steers by QoE, one RFC 9651
 // Dictionary a line (report.ReadCMCDEvents). Each line with a pathway
 // (`cdn`) and a throughput or buffer feeds the steerer's aggregator as its
-// steering requests' reports do. Limits: the body's size, and a rate per
-// address (requests) and per player session (`sid`, lines); what is over
-// them is refused or ignored, and counted by reason in the aggregator.
+// steering requests' reports do. Limits: the body's size; per client
+// address (an IPv4 address, an IPv6 /64: qoe.Client) a rate of requests, of
+// lines and of sids it has not sent before (issue 26 item 2); and per
+// player session (`sid`) a rate of lines. What is over them is refused or
+// ignored, and counted by reason in the aggregator.
 
 // maxReportBody is the largest event report read: a thousand lines of
 // about a kilobyte.
 const maxReportBody = 1 << 20
 
-// The rates: an address may post reportRate reports a second (burst
-// reportBurst); a player session may send sessionRate lines a second
-// (burst sessionBurst). Several players may share an address (a home, a
-// carrier's NAT), hence the address's larger rate.
+// The rates. An address may post reportRate reports a second (burst
+// reportBurst), holding lineRate lines a second (burst lineBurst, one full
+// body), under newSIDRate sids a second it did not send in the last
+// sidMemory (burst newSIDBurst); a player session may send sessionRate
+// lines a second (burst sessionBurst). Several players may share an
+// address (a home, a carrier's NAT), hence the address's larger rates; the
+// aggregator counts at most qoe.PerClient sessions of an address in a cell
+// anyway, so that sids past those budgets could only take the place of the
+// address's own.
 const (
 	reportRate   = 50
 	reportBurst  = 200
+	lineRate     = 50
+	lineBurst    = report.MaxCMCDLines
+	newSIDRate   = 0.1
+	newSIDBurst  = 16
 	sessionRate  = 2
 	sessionBurst = 20
 	// maxLimited bounds each table of rates; a key past it is refused as
@@ -39,11 +50,27 @@ const (
 	maxLimited = 1 << 18
 )
 
+// sidMemory is how long an address's sid is known after its last line:
+// twice the default QoE window, so that a player reporting now and then is
+// not new each time.
+const sidMemory = 2 * time.Minute
+
 // reportLimits are a steerer's rates of reports.
 type reportLimits struct {
 	mu        sync.Mutex
-	addresses map[string]*bucket
-	sessions  map[string]*bucket
+	addresses map[qoe.Client]*addressRates
+	sessions  map[clientSID]*bucket
+}
+
+// addressRates are one address's buckets.
+type addressRates struct {
+	requests, lines, newSIDs bucket
+}
+
+// clientSID is a sid as sent from one address: one player's session.
+type clientSID struct {
+	client qoe.Client
+	sid    string
 }
 
 // bucket is a token bucket: tokens at at.
@@ -53,20 +80,12 @@ type bucket struct {
 }
 
 func newReportLimits() *reportLimits {
-	return &reportLimits{addresses: map[string]*bucket{}, sessions: map[string]*bucket{}}
+	return &reportLimits{addresses: map[qoe.Client]*addressRates{}, sessions: map[clientSID]*bucket{}}
 }
 
-// take takes n tokens of key's bucket in m (rate a second, burst), and
-// reports whether there were that many.
-func take(m map[string]*bucket, key string, n, rate, burst float64, now time.Time) bool {
-	b := m[key]
-	if b == nil {
-		if len(m) >= maxLimited {
-			return false
-		}
-		b = &bucket{tokens: burst, at: now}
-		m[key] = b
-	}
+// take takes n tokens of b (rate a second, burst), and reports whether
+// there were that many.
+func (b *bucket) take(n, rate, burst float64, now time.Time) bool {
 	if d := now.Sub(b.at); d > 0 {
 		b.tokens = min(burst, b.tokens+d.Seconds()*rate)
 		b.at = now
@@ -78,30 +97,70 @@ func take(m map[string]*bucket, key string, n, rate, burst float64, now time.Tim
 	return true
 }
 
-func (l *reportLimits) address(a string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return take(l.addresses, a, 1, reportRate, reportBurst, now)
+// full reports whether b is back to its burst at now.
+func (b *bucket) full(rate, burst float64, now time.Time) bool {
+	return b.tokens+now.Sub(b.at).Seconds()*rate >= burst
 }
 
-func (l *reportLimits) session(sid string, now time.Time) bool {
+// address takes a request of client's; nil when it is over its rate (or
+// the table is full), else the client's rates, for its lines.
+func (l *reportLimits) address(c qoe.Client, now time.Time) *addressRates {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return take(l.sessions, sid, 1, sessionRate, sessionBurst, now)
+	a := l.addresses[c]
+	if a == nil {
+		if len(l.addresses) >= maxLimited {
+			return nil
+		}
+		a = &addressRates{
+			requests: bucket{reportBurst, now},
+			lines:    bucket{lineBurst, now},
+			newSIDs:  bucket{newSIDBurst, now},
+		}
+		l.addresses[c] = a
+	}
+	if !a.requests.take(1, reportRate, reportBurst, now) {
+		return nil
+	}
+	return a
 }
 
-// sweep forgets the buckets that are full again.
+// line takes a line of sid from client, whose rates are a; "" when it is
+// within every rate, else the reason it is not.
+func (l *reportLimits) line(a *addressRates, c qoe.Client, sid string, now time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !a.lines.take(1, lineRate, lineBurst, now) {
+		return "flood_address_lines"
+	}
+	k := clientSID{c, sid}
+	b := l.sessions[k]
+	if b == nil {
+		if len(l.sessions) >= maxLimited || !a.newSIDs.take(1, newSIDRate, newSIDBurst, now) {
+			return "flood_address_sessions"
+		}
+		b = &bucket{sessionBurst, now}
+		l.sessions[k] = b
+	}
+	if !b.take(1, sessionRate, sessionBurst, now) {
+		return "flood_session"
+	}
+	return ""
+}
+
+// sweep forgets the addresses whose buckets are full again, and the sids
+// not sent for sidMemory.
 func (l *reportLimits) sweep(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, t := range []struct {
-		m           map[string]*bucket
-		rate, burst float64
-	}{{l.addresses, reportRate, reportBurst}, {l.sessions, sessionRate, sessionBurst}} {
-		for k, b := range t.m {
-			if b.tokens+now.Sub(b.at).Seconds()*t.rate >= t.burst {
-				delete(t.m, k)
-			}
+	for k, a := range l.addresses {
+		if a.requests.full(reportRate, reportBurst, now) && a.lines.full(lineRate, lineBurst, now) && a.newSIDs.full(newSIDRate, newSIDBurst, now) {
+			delete(l.addresses, k)
+		}
+	}
+	for k, b := range l.sessions {
+		if now.Sub(b.at) >= sidMemory {
+			delete(l.sessions, k)
 		}
 	}
 }
@@ -130,7 +189,9 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 		return
 	}
 	now := time.UnixMicro(int64(s.clock()))
-	if !wt.limit.address(clientAddress(r), now) {
+	client := qoe.ParseClient(r.RemoteAddr)
+	rates := wt.limit.address(client, now)
+	if rates == nil {
 		wt.agg.Ignore("flood_address")
 		w.Header().Set("Retry-After", "1")
 		writeError(w, api.Errorf(api.ReportFlood, "over the %d reports a second an address may post", reportRate))
@@ -186,10 +247,12 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 			ignore("throughput_absurd")
 		case e.HasBuffer && e.Buffer > qoe.MaxBuffer:
 			ignore("buffer_absurd")
-		case !wt.limit.session(e.Session, now):
-			ignore("flood_session")
 		default:
-			wt.agg.Add(qoe.Key{Pathway: e.CDN, Cohort: cohort}, cmcdSession(e.Session), e.Throughput, e.HasThroughput, e.Buffer, e.HasBuffer, now)
+			if why := wt.limit.line(rates, client, e.Session, now); why != "" {
+				ignore(why)
+				continue
+			}
+			wt.agg.Add(qoe.Key{Pathway: e.CDN, Cohort: cohort}, cmcdSession(e.Session), client, e.Throughput, e.HasThroughput, e.Buffer, e.HasBuffer, now)
 			ans.Accepted++
 		}
 	}

@@ -232,7 +232,7 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 	x.s, x.h = s, h
 	for attempt := 0; ; attempt++ {
 		st := h.state.Load()
-		protocol, rep := q.Report(r.Header, st.ids)
+		protocol, rep, unread := q.ReportUnread(r.Header, st.ids)
 		rk, t, err := h.rank(st, s.clock())
 		if err != nil {
 			return api.Errorf(api.Internal, "ranking the pathways: %v", err)
@@ -248,8 +248,9 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		case err != nil:
 			return api.Errorf(api.StoreUnavailable, "the table of loads: %v", err)
 		}
+		h.unread.note(unread, rep)
 		if h.qoe != nil {
-			h.qoe.addReport(st.ids, rep, "", session, time.UnixMicro(int64(x.t)))
+			h.qoe.addReport(st.ids, rep, "", session, r.RemoteAddr, time.UnixMicro(int64(x.t)))
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {

@@ -1,10 +1,10 @@
 // Package qoe aggregates what players report of their pathways (issue 17):
 // per pathway and cohort, the throughput and buffer each session reported
-// last within a sliding window, as quantiles over distinct sessions, and a
-// rule that moves a cohort's sessions off a pathway whose median falls
-// below a floor, or below a fraction of the cohort's best pathway, before
-// its viewers rebuffer (the multi-CDN seed's "approach 2"), with
-// hysteresis. It knows pathways by id and cohorts by name; where the
+// last within a sliding window, as quantiles over distinct sessions (at
+// most PerClient of one client address, issue 26), and a rule that moves a
+// cohort's sessions off a pathway whose median falls below a floor, or
+// below a fraction of the cohort's best pathway, before its viewers
+// rebuffer (the multi-CDN seed's "approach 2"), with hysteresis. It knows pathways by id and cohorts by name; where the
 // reports come from and what a move does to an order is the caller's.
 package qoe
 
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"math/bits"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -96,16 +97,86 @@ type Key struct {
 	Cohort  string
 }
 
+// PerClient is how many sessions of one client (Client: an IPv4 address,
+// an IPv6 /64) a cell counts at most: those with its PerClient latest
+// reports. A home behind one NAT holds a few players at once (a
+// television, a laptop, phones), and each counts; a client that reports
+// under many sessions (a flood of CMCD sids, or of steering requests that
+// each mint a session) weighs like one household. In the smallest cohort
+// that may move (MinSessions, 30) the median is the 15th value: it takes
+// four clients to state 15 (3 × 4 = 12 cannot), where one could before.
+const PerClient = 4
+
+// Client is the network a report came from, as a cell weighs it: an IPv4
+// address, or the /64 of an IPv6 address (one household's prefix, RFC
+// 6177). The zero Client is a report whose address is not known; such
+// reports are one client like any other.
+type Client struct{ a netip.Addr }
+
+// ClientOf is the client of address a: an IPv4 (or IPv4-mapped) address as
+// it is, an IPv6 address's /64, without its zone.
+func ClientOf(a netip.Addr) Client {
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		a = p.Addr()
+	}
+	return Client{a}
+}
+
+// ParseClient is the client of a request's remote address, "host:port" or
+// a bare host; the zero Client when it does not read.
+func ParseClient(remote string) Client {
+	if ap, err := netip.ParseAddrPort(remote); err == nil {
+		return ClientOf(ap.Addr())
+	}
+	if a, err := netip.ParseAddr(remote); err == nil {
+		return ClientOf(a)
+	}
+	return Client{}
+}
+
+func (c Client) String() string {
+	switch {
+	case !c.a.IsValid():
+		return "unknown"
+	case c.a.Is4():
+		return c.a.String()
+	}
+	return c.a.String() + "/64"
+}
+
 // sample is a session's latest report in a cell.
 type sample struct {
 	at                 time.Time
+	client             Client
 	throughput, buffer uint64
 	hasT, hasB         bool
 }
 
+// held is a client's sessions in a cell, at most PerClient.
+type held struct {
+	n int
+	s [PerClient]report.Session
+}
+
+// remove takes s out of h, reporting whether it was there.
+func (h *held) remove(s report.Session) bool {
+	for i := range h.n {
+		if h.s[i] == s {
+			h.n--
+			h.s[i] = h.s[h.n]
+			h.s[h.n] = report.Session{}
+			return true
+		}
+	}
+	return false
+}
+
 type cell struct {
-	latest map[report.Session]sample
-	newest time.Time // the latest report's time
+	latest  map[report.Session]sample
+	clients map[Client]*held // every session of latest under its sample's client
+	newest  time.Time        // the latest report's time
 
 	degraded  bool
 	probing   bool      // degraded, and given back to the probe share of the cohort's sessions
@@ -147,11 +218,14 @@ func New(cfg Config) (*Aggregator, error) {
 // Config is the aggregator's settings, defaults filled in.
 func (a *Aggregator) Config() Config { return a.cfg }
 
-// Add takes a session's report of its pathway at at: its throughput
-// (bits/s) and buffer (ms), either absent (has false). A report is taken as
-// of no earlier than the cell's latest. A report with neither, or with a
-// value past MaxThroughput or MaxBuffer, is ignored and counted by reason.
-func (a *Aggregator) Add(k Key, s report.Session, throughput uint64, hasT bool, buffer uint64, hasB bool, at time.Time) {
+// Add takes a session's report of its pathway at at, from client: its
+// throughput (bits/s) and buffer (ms), either absent (has false). A report
+// is taken as of no earlier than the cell's latest. A report with neither,
+// or with a value past MaxThroughput or MaxBuffer, is ignored and counted
+// by reason. A client's sessions in a cell are at most PerClient: a new
+// session of a client that has as many takes the place of the one whose
+// latest report is the oldest (counted crowded_client).
+func (a *Aggregator) Add(k Key, s report.Session, client Client, throughput uint64, hasT bool, buffer uint64, hasB bool, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -171,10 +245,11 @@ func (a *Aggregator) Add(k Key, s report.Session, throughput uint64, hasT bool, 
 			a.ignored["too_many_cohorts"]++
 			return
 		}
-		c = &cell{latest: map[report.Session]sample{}}
+		c = &cell{latest: map[report.Session]sample{}, clients: map[Client]*held{}}
 		a.cells[k] = c
 	}
-	if _, ok := c.latest[s]; !ok && len(c.latest) >= MaxCellSessions {
+	prev, known := c.latest[s]
+	if !known && len(c.latest) >= MaxCellSessions {
 		a.ignored["cohort_full"]++
 		return
 	}
@@ -182,7 +257,40 @@ func (a *Aggregator) Add(k Key, s report.Session, throughput uint64, hasT bool, 
 		at = c.newest // reports are taken in the order they came
 	}
 	c.newest = at
-	c.latest[s] = sample{at: at, throughput: throughput, buffer: buffer, hasT: hasT, hasB: hasB}
+	if !known || prev.client != client {
+		if known {
+			c.release(prev.client, s) // a session that changed networks
+		}
+		h := c.clients[client]
+		if h == nil {
+			h = &held{}
+			c.clients[client] = h
+		}
+		if h.n == PerClient {
+			// The client's session with the oldest latest report gives
+			// its place.
+			old := 0
+			for i := 1; i < h.n; i++ {
+				if c.latest[h.s[i]].at.Before(c.latest[h.s[old]].at) {
+					old = i
+				}
+			}
+			delete(c.latest, h.s[old])
+			h.s[old] = s
+			a.ignored["crowded_client"]++
+		} else {
+			h.s[h.n] = s
+			h.n++
+		}
+	}
+	c.latest[s] = sample{at: at, client: client, throughput: throughput, buffer: buffer, hasT: hasT, hasB: hasB}
+}
+
+// release takes session s out of client's sessions in the cell.
+func (c *cell) release(client Client, s report.Session) {
+	if h := c.clients[client]; h != nil && h.remove(s) && h.n == 0 {
+		delete(c.clients, client)
+	}
 }
 
 // Ignore counts a report the caller did not give to Add, by reason (a
@@ -212,6 +320,7 @@ func (c *cell) expire(now time.Time, window time.Duration) {
 	for s, v := range c.latest {
 		if !v.at.After(cut) {
 			delete(c.latest, s)
+			c.release(v.client, s)
 		}
 	}
 }
@@ -234,7 +343,9 @@ func Quantile(sorted []uint64, q float64) uint64 {
 // Figures are one cell's figures at an instant.
 type Figures struct {
 	Key
-	Sessions int // distinct sessions with a report in the window
+	// Sessions are the distinct sessions with a report in the window, at
+	// most PerClient of each of the Clients.
+	Sessions, Clients int
 	// Throughput and Buffer quantiles over the sessions that reported
 	// each: 10th, 50th (the median) and 90th percentiles.
 	Throughput, Buffer [3]uint64
@@ -245,7 +356,7 @@ type Figures struct {
 }
 
 func (c *cell) figures(k Key) Figures {
-	f := Figures{Key: k, Sessions: len(c.latest), Degraded: c.degraded, Probing: c.probing, LastMove: c.lastMove}
+	f := Figures{Key: k, Sessions: len(c.latest), Clients: len(c.clients), Degraded: c.degraded, Probing: c.probing, LastMove: c.lastMove}
 	var ts, bs []uint64
 	for _, s := range c.latest {
 		if s.hasT {

@@ -3,6 +3,7 @@ package qoe
 import (
 	"math/big"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,11 @@ import (
 )
 
 var t0 = time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+
+// client is a distinct IPv4 client for each i below 2^24 (10.0.0.0/8).
+func client(i int) Client {
+	return ClientOf(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))
+}
 
 func session(i int) report.Session {
 	var s report.Session
@@ -68,9 +74,9 @@ func newAgg(t *testing.T, c Config) *Aggregator {
 func TestOncePerWindow(t *testing.T) {
 	a := newAgg(t, Config{Floor: 1, Window: time.Minute})
 	k := Key{"cdn-a", "fra"}
-	a.Add(k, session(2), 5, true, 2000, true, t0)
+	a.Add(k, session(2), client(2), 5, true, 2000, true, t0)
 	for i := range 10 {
-		a.Add(k, session(1), uint64(100+i), true, 0, false, t0.Add(time.Duration(i)*time.Second))
+		a.Add(k, session(1), client(1), uint64(100+i), true, 0, false, t0.Add(time.Duration(i)*time.Second))
 	}
 	a.Evaluate(t0.Add(30 * time.Second))
 	f := a.Figures()[0]
@@ -93,7 +99,7 @@ func TestOncePerWindow(t *testing.T) {
 // fill gives n sessions (from first) each a report of throughput at.
 func fill(a *Aggregator, k Key, first, n int, throughput uint64, at time.Time) {
 	for i := range n {
-		a.Add(k, session(first+i), throughput, true, 0, false, at)
+		a.Add(k, session(first+i), client(first+i), throughput, true, 0, false, at)
 	}
 }
 
@@ -196,9 +202,9 @@ func TestHysteresis(t *testing.T) {
 func TestBadReports(t *testing.T) {
 	a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 1})
 	k := Key{"cdn-a", "fra"}
-	a.Add(k, session(1), 1<<64-1, true, 0, false, t0)
-	a.Add(k, session(2), 1, true, 1<<63, true, t0)
-	a.Add(k, session(3), 0, false, 0, false, t0)
+	a.Add(k, session(1), client(1), 1<<64-1, true, 0, false, t0)
+	a.Add(k, session(2), client(2), 1, true, 1<<63, true, t0)
+	a.Add(k, session(3), client(3), 0, false, 0, false, t0)
 	a.Ignore("body_malformed")
 	if moves := a.Evaluate(t0); len(moves) != 0 || len(a.Figures()) != 0 {
 		t.Errorf("absurd reports moved %v", moves)
@@ -280,5 +286,66 @@ func TestInProbe(t *testing.T) {
 		if got := InProbe(s, c.share); got != c.want {
 			t.Errorf("InProbe(first %d, %v) = %v", c.first, c.share, got)
 		}
+	}
+}
+
+// TestPerClient (issue 26 item 2): a cell counts at most PerClient
+// sessions of one client, those with its latest reports; an IPv6 client
+// is its /64; a session that changes networks counts under its new one;
+// and a session's expiry frees its client's place. The figures are read
+// off by hand: the four latest of 1 000 sessions from one address.
+func TestPerClient(t *testing.T) {
+	a := newAgg(t, Config{Floor: 10_000_000, MinSessions: 30, Window: time.Minute})
+	k := Key{"cdn-a", "fra"}
+	home := ClientOf(netip.MustParseAddr("192.0.2.7"))
+	for i := range 1000 {
+		a.Add(k, session(i), home, uint64(i), true, 0, false, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	a.Evaluate(t0.Add(time.Second))
+	f := a.Figures()[0]
+	// Its four latest: 996 to 999; the median by nearest rank is the
+	// 2nd of 4.
+	if f.Sessions != 4 || f.Clients != 1 || f.Throughput[0] != 996 || f.Throughput[1] != 997 || f.Throughput[2] != 999 {
+		t.Fatalf("one address's 1 000 sessions: %+v", f)
+	}
+	if got := a.Ignored()["crowded_client"]; got != 996 {
+		t.Errorf("crowded_client %d, want 996", got)
+	}
+	// An IPv6 client is its /64; another /64 is another client.
+	for i, s := range []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff::9", "2001:db8:1:2::3%eth0", "2001:db8:1:3::1"} {
+		a.Add(k, session(2000+i), ClientOf(netip.MustParseAddr(s)), 5, true, 0, false, t0.Add(2*time.Second))
+	}
+	if f := a.Figures()[0]; f.Sessions != 8 || f.Clients != 3 {
+		t.Errorf("after 3 sessions of one /64 and 1 of another: %d sessions of %d clients, want 8 of 3", f.Sessions, f.Clients)
+	}
+	// An IPv4-mapped IPv6 address is its IPv4 address.
+	if ClientOf(netip.MustParseAddr("::ffff:192.0.2.7")) != home || ParseClient("192.0.2.7:443") != home || ParseClient("[::ffff:192.0.2.7]:1") != home {
+		t.Error("192.0.2.7 read three ways is not one client")
+	}
+	if ParseClient("") != (Client{}) || ParseClient("@") != (Client{}) {
+		t.Error("an unreadable address is not the unknown client")
+	}
+	// Session 999 moves to another network: it counts there, and its
+	// place at home is free for the next.
+	away := ClientOf(netip.MustParseAddr("198.51.100.1"))
+	a.Add(k, session(999), away, 999, true, 0, false, t0.Add(3*time.Second))
+	a.Add(k, session(3000), home, 1, true, 0, false, t0.Add(3*time.Second))
+	if f := a.Figures()[0]; f.Sessions != 9 || f.Clients != 4 {
+		t.Errorf("after a session moved: %+v, want 9 sessions of 4 clients", f)
+	}
+	if got := a.Ignored()["crowded_client"]; got != 996 {
+		t.Errorf("a moved session's place was not freed: crowded_client %d", got)
+	}
+	// A window later only the reports of t0 + 3 s remain, and the
+	// expired sessions' places are free again.
+	a.Evaluate(t0.Add(62 * time.Second))
+	if f := a.Figures()[0]; f.Sessions != 2 || f.Clients != 2 {
+		t.Errorf("after the window: %+v, want 2 sessions of 2 clients", f)
+	}
+	for i := range 3 {
+		a.Add(k, session(4000+i), home, 1, true, 0, false, t0.Add(63*time.Second))
+	}
+	if got := a.Ignored()["crowded_client"]; got != 996 {
+		t.Errorf("expired sessions held their client's places: crowded_client %d", got)
 	}
 }
