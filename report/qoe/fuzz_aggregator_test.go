@@ -2,6 +2,7 @@ package qoe
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/waisteer/waisteer/report"
 )
 
-// FuzzAggregator: the QoE evaluation's inputs (issue 26, "find each
+// FuzzAggregatorModel: the QoE evaluation's inputs (issue 26, "find each
 // loop's inputs and fuzz them") are the reports Add takes, with keys and
 // values a player chooses, the reasons Ignore counts, and the instants of
 // Evaluate. Whatever their sequence, nothing panics, and after each
@@ -24,7 +25,7 @@ import (
 //     client cannot move a cohort), two moves of one cell are at least
 //     Hold apart, and each move's state is the cell's after;
 //   - Behind lists exactly the degraded cells, and Figures is sorted.
-func FuzzAggregator(f *testing.F) {
+func FuzzAggregatorModel(f *testing.F) {
 	f.Add([]byte{3, 10, 1, 0, 0}, []byte("\x00\x01\x00\x01\x10\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00"))
 	f.Add([]byte{2, 5, 0, 0, 9}, []byte("\x00\x00\x00\x02\x20\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x40\x01bad\x02\x40\x03\xff"))
 	f.Fuzz(func(t *testing.T, settings []byte, ops []byte) {
@@ -51,7 +52,9 @@ func FuzzAggregator(f *testing.F) {
 				tp, hasT := r.u64(), r.byte()%2 == 0
 				bf, hasB := r.u64(), r.byte()%2 == 0
 				at := now.Add(time.Duration(int8(r.byte())) * 100 * time.Millisecond)
-				a.Add(k, s, tp, hasT, bf, hasB, at)
+				// Each session its own client: the bound on one client's
+				// sessions is FuzzAggregator's to check.
+				a.Add(k, s, ClientOf(netip.AddrFrom4([4]byte{10, 0, 0, s[0]})), tp, hasT, bf, hasB, at)
 				m.add(k, s, tp, hasT, bf, hasB, at)
 			case 1: // Ignore
 				why := string(r.bytes(int(r.byte() % 8)))
@@ -62,7 +65,7 @@ func FuzzAggregator(f *testing.F) {
 				moves := a.Evaluate(now)
 				m.expire(now, cfg.Window)
 				figs := a.Figures()
-				check(t, cfg, m, figs, moves, lastMove, now)
+				checkModel(t, cfg, m, figs, moves, lastMove, now)
 				if !slices.Equal(sortedBehind(figs), sortedBehind2(a.Behind())) {
 					t.Fatalf("Behind %v, figures' degraded %v", a.Behind(), sortedBehind(figs))
 				}
@@ -159,7 +162,7 @@ func quantiles(vs []uint64) [3]uint64 {
 	return out
 }
 
-func check(t *testing.T, cfg Config, m *model, figs []Figures, moves []Move, lastMove map[Key]time.Time, now time.Time) {
+func checkModel(t *testing.T, cfg Config, m *model, figs []Figures, moves []Move, lastMove map[Key]time.Time, now time.Time) {
 	t.Helper()
 	seen := map[Key]Figures{}
 	for i, f := range figs {
