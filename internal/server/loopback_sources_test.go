@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -66,4 +67,20 @@ func (s *loopbackSources) do(t testing.TB, ip, method, target, body string, head
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// steerFrom is env.steer from the loopback address ip.
+func (e *env) steerFrom(s *loopbackSources, ip, target string, header http.Header) *manifest {
+	e.t.Helper()
+	resp, b := s.do(e.t, ip, "GET", target, "", header)
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("GET %s from %s: status %d: %s", target, ip, resp.StatusCode, b)
+	}
+	checkSteerHeaders(e.t, resp)
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		e.t.Fatalf("manifest %s: %v", b, err)
+	}
+	m.raw = b
+	return &m
 }

@@ -498,34 +498,27 @@ func TestFastReportCohortLoopback(t *testing.T) {
 	c := qoePool()
 	c.QoE.MinSessions, c.QoE.Lowest = 3, 800_000
 	e := newPoolEnv(t, testToken, c)
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	defer client.CloseIdleConnections()
-	send := func(method, target, cohort string, body []byte, ct string) {
+	// Each request on a connection of its own, and each steering player
+	// from an address of its own: one address counts at most
+	// qoe.PerClient sessions in a cell (issue 26 item 2).
+	src := newLoopbackSources(t, e.ts)
+	send := func(ip, method, target, cohort string, body []byte, ct string) {
 		t.Helper()
-		req, err := http.NewRequest(method, e.ts.URL+target, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Region", cohort)
+		h := http.Header{"X-Region": {cohort}, "Connection": {"close"}}
 		if ct != "" {
-			req.Header.Set("Content-Type", ct)
+			h.Set("Content-Type", ct)
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := src.do(t, ip, method, target, string(body), h)
 		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("%s %s: %s", method, target, resp.Status)
 		}
 	}
 	for i := range 3 {
-		send("POST", pool.DefaultPath, "wxyz", fmt.Appendf(nil, "sid=\"wxyz-%d\",cdn=\"cdn-a\",e=ps,mtp=2000\n", i), "application/cmcd")
+		send("127.0.3.1", "POST", pool.DefaultPath, "wxyz", fmt.Appendf(nil, "sid=\"wxyz-%d\",cdn=\"cdn-a\",e=ps,mtp=2000\n", i), "application/cmcd")
 	}
 	cohorts := []string{"fra", "par", "ams", "lon"}
 	for i := range 20 {
-		send("GET", pool.DefaultPath+"?_HLS_pathway=cdn-b&_HLS_throughput=9000000", cohorts[i%len(cohorts)], nil, "")
+		send(fmt.Sprintf("127.0.4.%d", i+1), "GET", pool.DefaultPath+"?_HLS_pathway=cdn-b&_HLS_throughput=9000000", cohorts[i%len(cohorts)], nil, "")
 	}
 	w := e.srv.poolNamed("").qoe.Load()
 	e.srv.evaluate(w, time.Now())

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -503,16 +504,19 @@ func TestRoomQoEDownNeverFirst(t *testing.T) {
 		{"_HLS_pathway=b&_HLS_throughput=1900000", http.Header{"Cmcd-Request": {"bl=800"}}},
 		{"_DASH_pathway=b", http.Header{"Cmcd-Request": {"bl=30000,mtp=1500"}}},
 	}
+	// Each player from an address of its own: a QoE cell counts at most
+	// qoe.PerClient sessions of one address (issue 26 item 2).
+	src := newLoopbackSources(t, e.ts)
 	var players []player
 	for i := range 18 {
 		s := slow[i%len(slow)]
-		m := e.steer("/v1/steer?"+s.query, s.header)
+		m := e.steerFrom(src, fmt.Sprintf("127.0.5.%d", i+1), "/v1/steer?"+s.query, s.header)
 		players = append(players, player{reload: path(t, m.Reload), query: s.query, header: s.header})
 	}
 	var others []string // the reload paths of players on a and c
-	for _, id := range []string{"a", "c"} {
-		for range 5 {
-			m := e.steer("/v1/steer?_HLS_pathway="+id+"&_HLS_throughput=10000000", nil)
+	for j, id := range []string{"a", "c"} {
+		for i := range 5 {
+			m := e.steerFrom(src, fmt.Sprintf("127.0.%d.%d", 6+j, i+1), "/v1/steer?_HLS_pathway="+id+"&_HLS_throughput=10000000", nil)
 			others = append(others, path(t, m.Reload)+"&_HLS_pathway="+id+"&_HLS_throughput=10000000")
 		}
 	}
