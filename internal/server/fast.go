@@ -159,12 +159,19 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	x := fastRequests.Get().(*fastRequest)
 	x.u.Path, x.u.RawQuery = path, query
 	x.r.Method, x.r.RequestURI = http.MethodGet, target
+	x.r.RemoteAddr = c.RemoteAddr().String() // a new string: QoE weighs reports by their address (issue 26 item 2)
 	x.cmcd = x.cmcd[:0]
 	for _, v := range c.Request.Header.PeekAll(cmcdRequest) {
 		x.cmcd = append(x.cmcd, string(v))
 	}
 	if len(x.cmcd) > 0 {
 		x.r.Header[cmcdRequest] = x.cmcd
+	}
+	if s.limits != nil && len(s.limits.proxies) > 0 {
+		// A trusted proxy names the client (steerLimits.client).
+		for _, v := range c.Request.Header.PeekAll(forwardedFor) {
+			x.r.Header[forwardedFor] = append(x.r.Header[forwardedFor], string(v))
+		}
 	}
 	if ph, ok := h.(*poolHub); ok {
 		// A pool writes its RELOAD-URI under the Host the request
@@ -247,7 +254,7 @@ func (x *fastRequest) release() {
 	clear(x.r.Header)
 	clear(x.w.h)
 	clear(x.cmcd)
-	x.r.RequestURI, x.u.Path, x.u.RawQuery, x.r.Host, x.r.TLS = "", "", "", "", nil
+	x.r.RequestURI, x.u.Path, x.u.RawQuery, x.r.Host, x.r.TLS, x.r.RemoteAddr = "", "", "", "", nil, ""
 	x.w.c, x.w.wrote = nil, false
 	fastRequests.Put(x)
 }

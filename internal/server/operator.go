@@ -219,6 +219,10 @@ type Status struct {
 	Decisions      DecisionsStatus `json:"decisions"`
 	Records        RecordsStatus   `json:"records"`
 	QoE            *QoEView        `json:"qoe,omitempty"` // a room that steers by QoE
+
+	// Limited counts the requests over budget, while the server has
+	// budgets (steerlimit.go).
+	Limited *LimitedView `json:"limited,omitempty"`
 }
 
 // PolicyStatus names the active policy.
@@ -356,6 +360,9 @@ func (s *Server) roomStatus(ctx context.Context, h *hub, loadsAt uint64) (Status
 	h.mu.Unlock()
 	if h.qoe != nil {
 		out.QoE = h.qoe.view()
+	}
+	if s.limits != nil {
+		out.Limited = limitedView(&h.limited)
 	}
 	return out, nil
 }

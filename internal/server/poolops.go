@@ -83,6 +83,10 @@ type PoolView struct {
 	Edges   []EdgeView   `json:"edges"`
 	Changes []edgeChange `json:"changes"`       // the latest, oldest first
 	QoE     *QoEView     `json:"qoe,omitempty"` // with [steering.qoe]
+
+	// Limited counts the requests over budget, while the server has
+	// budgets (steerlimit.go).
+	Limited *LimitedView `json:"limited,omitempty"`
 }
 
 // EdgeView is one edge, as the station seed lists it, with what the
@@ -212,6 +216,9 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 	}
 	for i := range v.Edges {
 		v.Edges[i].Headroom = headroom(float64(v.Edges[i].Sessions), n)
+	}
+	if s.limits != nil {
+		v.Limited = limitedView(&ph.limited)
 	}
 	ph.mu.Lock()
 	v.Changes = slices.Clone(ph.changes)

@@ -58,6 +58,9 @@ type Config struct {
 	Retention time.Duration
 	Clock     func() uint64 // room clock, µs since the Unix epoch; nil = time.Now
 	Logger    *slog.Logger  // nil = slog.Default()
+	// Limits are the steering routes' budgets (steerlimit.go); the zero
+	// value, none.
+	Limits SteerLimits
 	// Name says which server answered an operator's route (its
 	// Waisteer-Server header and the status's "server"), for several
 	// servers on one store; "" = HOST/PID.
@@ -108,6 +111,8 @@ type Server struct {
 
 	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
 
+	limits *steerLimits // nil for none
+
 	commits *committer
 	records *recordCommitter
 	metrics *metrics
@@ -145,6 +150,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		hubs:     map[sig.Hash]*hub{},
 		archived: map[sig.Hash]store.Room{},
 		metrics:  newMetrics(),
+		limits:   newSteerLimits(cfg.Limits),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -307,6 +313,13 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		// Pools may gain QoE by a reload.
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.every(bg, qoeEvery, s.evaluateQoE) }()
+	}
+	if s.limits != nil {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.every(bg, 10*time.Second, func(context.Context) { s.limits.sweep(s.limitNow()) })
+		}()
 	}
 	if s.retain > 0 {
 		s.bg.Add(1)
