@@ -312,10 +312,12 @@ func (l *latestTable) put(s report.Session, m *latestManifest, now, period uint6
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.turn(now, period)
-	if len(sh.cur) >= maxLatest/latestShards/2 {
-		if _, held := sh.cur[s]; !held {
-			return
-		}
+	held, ok := sh.cur[s]
+	switch {
+	case ok && held.t > m.t:
+		return // a later decision of the session was committed first
+	case !ok && len(sh.cur) >= maxLatest/latestShards/2:
+		return
 	}
 	sh.cur[s] = *m
 }

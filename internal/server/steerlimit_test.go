@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -315,5 +318,79 @@ func TestSteerBudgetsBehindProxy(t *testing.T) {
 		if resp.StatusCode != s.status {
 			t.Errorf("%s: %d, want %d: %s", s.what, resp.StatusCode, s.status, body)
 		}
+	}
+}
+
+// BenchmarkSteerBudgets is BenchmarkSteer's request with budgets: "on",
+// budgets it never reaches (the cost of spending them and of keeping the
+// manifest); "replayed", over budget with a fresh manifest; "refused",
+// over budget without a session.
+func BenchmarkSteerBudgets(b *testing.B) {
+	huge := limit.Rate{PerSecond: 1e9, Burst: 1e9}
+	for _, c := range []struct {
+		name   string
+		limits SteerLimits
+		target string
+		status int
+	}{
+		{"off", SteerLimits{}, "/v1/steer?wai_session=000102030405060708090a0b0c0d0e0f&_HLS_pathway=p01", 200},
+		{"on", SteerLimits{AddressDecisions: huge, AddressSessions: huge, NetworkDecisions: huge, NetworkSessions: huge},
+			"/v1/steer?wai_session=000102030405060708090a0b0c0d0e0f&_HLS_pathway=p01", 200},
+		{"replayed", SteerLimits{AddressDecisions: tiny(1)}, "/v1/steer?wai_session=000102030405060708090a0b0c0d0e0f&_HLS_pathway=p01", 200},
+		{"refused", SteerLimits{AddressSessions: tiny(1)}, "/v1/steer?_HLS_pathway=p01", 503},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sc, err := scenario.Build(benchSpec(3))
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv, err := New(context.Background(), Config{
+				Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+				Clock: newClock(t0).Load, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: c.limits,
+			}, store.NewMemory(), store.NewLoads())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { srv.Close(context.Background()) })
+			req := httptest.NewRequest("GET", c.target, nil)
+			srv.ServeHTTP(httptest.NewRecorder(), req) // the first: decided, and spends a tiny budget
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, req)
+				if w.Code != c.status {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestLatestTable: a session's latest manifest is answered again only
+// while it is less than a period old, whichever generation holds it; a
+// later decision is not overwritten by an earlier one committed after it.
+func TestLatestTable(t *testing.T) {
+	var l latestTable
+	const period = 10_000_000
+	s := report.Session{7}
+	l.put(s, &latestManifest{t: 100, ttl: 30}, 100, period)
+	for _, c := range []struct {
+		now  uint64
+		want bool
+	}{{90, true}, {100, true}, {100 + period - 1, true}, {100 + period, false}} {
+		if _, ok := l.get(s, c.now, period); ok != c.want {
+			t.Errorf("at %d: %v, want %v", c.now, ok, c.want)
+		}
+	}
+	// Kept at 100 + period/2 (t 150): the generation turns at 100 +
+	// period, and the manifest is read from the previous one until 150 +
+	// period.
+	l.put(s, &latestManifest{t: 150 + period/2, ttl: 31}, 150+period/2, period)
+	l.put(s, &latestManifest{t: 140 + period/2, ttl: 32}, 150+period/2, period)
+	if m, ok := l.get(s, 120+period, period); !ok || m.ttl != 31 {
+		t.Errorf("after the turn: %+v %v, want the later decision (ttl 31)", m, ok)
+	}
+	if _, ok := l.get(s, 150+period/2+period, period); ok {
+		t.Error("a period after its decision, a manifest is not answered again")
 	}
 }
