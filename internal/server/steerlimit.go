@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -207,12 +208,28 @@ func (ph *poolHub) overBudget(w http.ResponseWriter, rt *poolRoute, req *pool.Re
 	buffers.Put(mb)
 }
 
-// refuseOverBudget answers 503 over_budget with Retry-After retry seconds.
-// It is counted, not logged: a flood would write a line a request.
+// refuseOverBudget answers 503 over_budget with Retry-After retry seconds,
+// as api.WriteError writes it, from bytes encoded once: a flood is answered
+// this many times a second. It is counted, not logged: a flood would write
+// a line a request.
 func refuseOverBudget(w http.ResponseWriter, retry uint32) {
-	w.Header().Set("Retry-After", strconv.FormatUint(uint64(retry), 10))
-	api.WriteError(w, api.Errorf(api.OverBudget, "the server steers this client's address or network at its budget; ask again after Retry-After"))
+	h := w.Header()
+	h["Retry-After"] = []string{strconv.FormatUint(uint64(retry), 10)}
+	h["Content-Type"] = headerJSON
+	h["Content-Length"] = overBudgetLength
+	h["X-Content-Type-Options"] = headerNoSniff
+	w.WriteHeader(api.StatusOf(api.OverBudget))
+	w.Write(overBudgetBody)
 }
+
+var (
+	overBudgetBody = func() []byte {
+		b, _ := json.Marshal(api.Errorf(api.OverBudget, "the server steers this client's address or network at its budget; ask again after Retry-After"))
+		return append(b, '\n')
+	}()
+	overBudgetLength = []string{strconv.Itoa(len(overBudgetBody))}
+	headerNoSniff    = []string{"nosniff"}
+)
 
 // LimitedView is the counts of requests over budget, by answer and reason
 // (a room's or pool's status).

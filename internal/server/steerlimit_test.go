@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
@@ -392,5 +393,26 @@ func TestLatestTable(t *testing.T) {
 	}
 	if _, ok := l.get(s, 150+period/2+period, period); ok {
 		t.Error("a period after its decision, a manifest is not answered again")
+	}
+}
+
+// TestOverBudgetAnswer: the 503 written from bytes encoded once is the one
+// api.WriteError writes, with Retry-After.
+func TestOverBudgetAnswer(t *testing.T) {
+	got := httptest.NewRecorder()
+	refuseOverBudget(got, 30)
+	want := httptest.NewRecorder()
+	want.Header().Set("Retry-After", "30")
+	api.WriteError(want, api.Errorf(api.OverBudget, "the server steers this client's address or network at its budget; ask again after Retry-After"))
+	if got.Code != http.StatusServiceUnavailable || got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+		t.Fatalf("%d %s, want %d %s", got.Code, got.Body, want.Code, want.Body)
+	}
+	for k := range want.Header() {
+		if got.Header().Get(k) != want.Header().Get(k) {
+			t.Errorf("%s: %q, want %q", k, got.Header().Get(k), want.Header().Get(k))
+		}
+	}
+	if len(got.Header()) != len(want.Header()) {
+		t.Errorf("headers %v, want %v", got.Header(), want.Header())
 	}
 }
