@@ -39,6 +39,7 @@ var (
 	floodBudgets = flag.String("flood.budgets", "test", "TestSteerFlood: the budgets, \"test\" (scaled to the phase), \"serve\" (waisteer serve's defaults) or \"off\" (none, as before issue 26)")
 	floodPlayers = flag.Int("flood.players", 500, "TestSteerFlood: honest players")
 	floodConns   = flag.Int("flood.conns", 32, "TestSteerFlood: the one-address flood's connections")
+	floodRate    = flag.Float64("flood.rate", 0, "TestSteerFlood: the flood's requests a second, paced; 0: as fast as the server answers")
 	floodEngine  = flag.String("flood.engine", "", "TestSteerFlood: run behind this engine only (fasthttp or net/http); \"\" both")
 )
 
@@ -250,6 +251,34 @@ func TestSteerFlood(t *testing.T) {
 	// local gives, until ctx ends.
 	loop := func(ctx context.Context, count func(int), conns int, local func(int) string, target func(c int, last []byte) string) {
 		var wg sync.WaitGroup
+		// Paced, the flood's requests wait for a token, *floodRate a
+		// second in all, a token a millisecond's worth at a time.
+		var tokens chan struct{}
+		if *floodRate > 0 {
+			tokens = make(chan struct{}, conns)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tick := time.NewTicker(time.Millisecond)
+				defer tick.Stop()
+				owed, last := 0.0, time.Now()
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case now := <-tick.C:
+						owed += now.Sub(last).Seconds() * *floodRate
+						last = now
+						for ; owed >= 1; owed-- {
+							select {
+							case tokens <- struct{}{}:
+							default: // every requester busy: the server is slower than the rate
+							}
+						}
+					}
+				}
+			}()
+		}
 		for k := range conns {
 			wg.Add(1)
 			go func() {
@@ -262,6 +291,13 @@ func TestSteerFlood(t *testing.T) {
 				defer c.c.Close()
 				var last []byte
 				for ctx.Err() == nil {
+					if tokens != nil {
+						select {
+						case <-tokens:
+						case <-ctx.Done():
+							return
+						}
+					}
 					status, body, err := c.get(target(k, last))
 					if err != nil {
 						t.Error(err)
@@ -300,7 +336,7 @@ func TestSteerFlood(t *testing.T) {
 	}
 
 	var table bytes.Buffer
-	fmt.Fprintf(&table, "behind %s, %d honest players, TTL %d s, %s budgets, %v a phase\n", testEngine, len(players), ttl, *floodBudgets, *floodD)
+	fmt.Fprintf(&table, "behind %s, %d honest players, TTL %d s, %s budgets, %v a phase, flood paced at %v/s (0: closed loop)\n", testEngine, len(players), ttl, *floodBudgets, *floodD, *floodRate)
 	fmt.Fprintf(&table, "| phase | honest 200 / asked | honest p50 | honest p99 | flood req/s | flood answers | decisions (/s) | bbolt growth | over budget: replayed | refused |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, ph := range phases {
 		fmt.Fprintf(&table, "| %s | %d / %d | %v | %v | %.0f | %v | %d (%.0f) | %d B | %v | %v |\n", ph.name, ph.honestOK, ph.honest,
