@@ -167,8 +167,8 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	if len(x.cmcd) > 0 {
 		x.r.Header[cmcdRequest] = x.cmcd
 	}
-	if s.limits != nil && len(s.limits.proxies) > 0 {
-		// A trusted proxy names the client (steerLimits.client).
+	if len(s.proxies) > 0 {
+		// A trusted proxy names the client (clientAddr).
 		for _, v := range c.Request.Header.PeekAll(forwardedFor) {
 			x.r.Header[forwardedFor] = append(x.r.Header[forwardedFor], string(v))
 		}

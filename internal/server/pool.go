@@ -287,7 +287,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	x.req.Base = requestBase(r)
 	if l := ph.s.limits; l != nil {
 		_, has := ph.p.SessionOf(&x.req)
-		if why := l.admit(r, !has, ph.s.limitNow()); why != "" {
+		if why := l.admit(ph.s.clientAddr(r), !has, ph.s.limitNow()); why != "" {
 			ph.overBudget(w, rt, &x.req, rep, why, has)
 			x.req = pool.Request{}
 			poolSteerings.Put(x)

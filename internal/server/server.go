@@ -18,6 +18,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
+	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -111,7 +112,8 @@ type Server struct {
 
 	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
 
-	limits *steerLimits // nil for none
+	limits  *steerLimits  // nil for none
+	proxies limit.Proxies // Config.Limits.TrustedProxies
 
 	commits *committer
 	records *recordCommitter
@@ -151,6 +153,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		archived: map[sig.Hash]store.Room{},
 		metrics:  newMetrics(),
 		limits:   newSteerLimits(cfg.Limits),
+		proxies:  cfg.Limits.TrustedProxies,
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -85,7 +85,6 @@ const (
 type steerLimits struct {
 	addrDecisions, addrSessions *limit.Table[netip.Prefix]
 	netDecisions, netSessions   *limit.Table[netip.Prefix]
-	proxies                     limit.Proxies
 }
 
 func newSteerLimits(c SteerLimits) *steerLimits {
@@ -97,7 +96,6 @@ func newSteerLimits(c SteerLimits) *steerLimits {
 		addrSessions:  limit.NewTable[netip.Prefix](c.AddressSessions, maxLimitKeys),
 		netDecisions:  limit.NewTable[netip.Prefix](c.NetworkDecisions, maxLimitKeys),
 		netSessions:   limit.NewTable[netip.Prefix](c.NetworkSessions, maxLimitKeys),
-		proxies:       c.TrustedProxies,
 	}
 }
 
@@ -105,20 +103,20 @@ func newSteerLimits(c SteerLimits) *steerLimits {
 // net/http and fasthttp spell it.
 const forwardedFor = "X-Forwarded-For"
 
-// client is the address r came from: its peer's, or through trusted
-// proxies, the one they name. A peer whose address does not read is the
-// zero address, one key for all such.
-func (l *steerLimits) client(r *http.Request) netip.Addr {
+// clientAddr is the address r came from: its peer's, or through
+// trusted proxies (Config.Limits.TrustedProxies), the one they name. A peer
+// whose address does not read is the zero address, one key for all such.
+// Budgets key on it; so may any route that weighs clients by address.
+func (s *Server) clientAddr(r *http.Request) netip.Addr {
 	peer, _ := limit.ParseRemote(r.RemoteAddr)
-	return l.proxies.Client(peer, r.Header[forwardedFor])
+	return s.proxies.Client(peer, r.Header[forwardedFor])
 }
 
-// admit spends r's budgets at now: a decision of its address and of its
+// admit spends the budgets of a request from a at now: a decision of its address and of its
 // network, and for a request without a session (newSession), a new
 // session of each. It returns "" when every budget held what it spends,
 // and otherwise the first that did not, having spent nothing.
-func (l *steerLimits) admit(r *http.Request, newSession bool, now time.Time) string {
-	a := l.client(r)
+func (l *steerLimits) admit(a netip.Addr, newSession bool, now time.Time) string {
 	ak, nk := limit.Address(a), limit.Network(a)
 	type spend struct {
 		t   *limit.Table[netip.Prefix]
