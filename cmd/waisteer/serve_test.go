@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -95,6 +96,9 @@ func TestServeExampleConfig(t *testing.T) {
 		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, MaxHeaderBytes: 65536}
 	if cfg.HTTP != want {
 		t.Errorf("http %+v, want %+v", cfg.HTTP, want)
+	}
+	if !reflect.DeepEqual(cfg.Server.Limits, serve.DefaultBudgets()) {
+		t.Errorf("limits %+v, want the defaults the example shows, %+v", cfg.Server.Limits, serve.DefaultBudgets())
 	}
 	if len(cfg.Server.Rooms) != 1 {
 		t.Fatalf("%d rooms", len(cfg.Server.Rooms))

@@ -63,6 +63,7 @@ const (
 	BadReport        Code = "report_unreadable"  // a CMCD event report (issue 17) of which no line reads
 	ReportFlood      Code = "too_many_reports"   // a player or an address over its rate of reports
 	BadInspect       Code = "inspect_unreadable" // the dashboard inspector's input is no digest, decision URL or decision
+	OverBudget       Code = "over_budget"        // a steering request over its address's or network's budget, with no manifest to answer again (issue 26)
 )
 
 // StatusOf is the HTTP status of a refusal with code c: the one mapping from
@@ -95,7 +96,7 @@ func StatusOf(c Code) int {
 		return http.StatusConflict
 	// No operator token: the operator's service is not there to ask (the
 	// station seed's edges route answers 503 while no key is set).
-	case StoreUnavailable, Closing, OperatorDisabled:
+	case StoreUnavailable, Closing, OperatorDisabled, OverBudget:
 		return http.StatusServiceUnavailable
 	case Internal:
 		return http.StatusInternalServerError

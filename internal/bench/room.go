@@ -102,6 +102,14 @@ operator_token_file = "token"
 [http]
 engine = "` + engine + `"
 
+# The bench drives the server at its saturated rate from one address:
+# no budgets (issue 26).
+[limits]
+address_decisions_per_s = 0
+address_sessions_per_s = 0
+network_decisions_per_s = 0
+network_sessions_per_s = 0
+
 [[room]]
 descriptor = "room.cbor"
 keylog = "keylog.cbor"

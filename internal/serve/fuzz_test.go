@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	"github.com/waisteer/waisteer/internal/demo"
+	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/serve"
 )
 
 // FuzzServeConfig: no configuration makes the reader panic, and one it
 // accepts has at least one room, each with its descriptor and steering key
-// (the operator's file is outside bytes too). Seeds: the documented example and the mistakes above.
+// (the operator's file is outside bytes too), and its budgets and trusted
+// proxies are ones the limits read. Seeds: the documented example and the
+// mistakes above.
 func FuzzServeConfig(f *testing.F) {
 	dir := f.TempDir()
 	r, err := demo.NewRoom("fuzz", "http://127.0.0.1")
@@ -32,7 +35,9 @@ func FuzzServeConfig(f *testing.F) {
 		"[steering]\nttl_s = 0\n[[steering.edges]]\npathway = \"a\"\nhost = \"a:80\"\n",
 		"[[pool]]\nname = \"p\"\npath = \"/p\"\n[[pool.edges]]\npathway = \"a\"\n" + room,
 		"[store]\nengine = \"postgres\"\ndsn_env = \"D\"\n" + room, "[store]\nengine = \"postgres\"\ndsn_file = \"room.cbor\"\n" + room,
-		"data_dir = \"d\"\n[store]\nengine = \"bbolt\"\n" + room} {
+		"data_dir = \"d\"\n[store]\nengine = \"bbolt\"\n" + room,
+		"[limits]\naddress_sessions_per_s = 0.5\naddress_sessions_burst = 2\ntrusted_proxies = [\"10.0.0.0/8\", \"::1\"]\n" + room,
+		"[limits]\nnetwork_decisions_per_s = -3\ntrusted_proxies = [\"10.1.0.0/8\"]\n" + room} {
 		f.Add([]byte(s))
 	}
 	name := filepath.Join(dir, "serve.toml")
@@ -59,6 +64,17 @@ func FuzzServeConfig(f *testing.F) {
 		for i, rc := range cfg.Server.Rooms {
 			if rc.Descriptor == nil || rc.SteeringKey.IsZero() {
 				t.Errorf("room %d accepted without its descriptor or steering key", i)
+			}
+		}
+		l := cfg.Server.Limits
+		for _, r := range []limit.Rate{l.AddressDecisions, l.AddressSessions, l.NetworkDecisions, l.NetworkSessions} {
+			if r.PerSecond < 0 || !r.Off() && !(r.Burst >= 1) {
+				t.Errorf("budget %+v accepted", r)
+			}
+		}
+		for _, p := range l.TrustedProxies {
+			if !p.IsValid() || p != p.Masked() {
+				t.Errorf("trusted proxy %v accepted", p)
 			}
 		}
 	})

@@ -400,6 +400,8 @@ type serveFile struct {
 	Pool     []pool.File `toml:"pool"`
 	// Front serves the origin's playlists with the steering line added.
 	Front *frontFile `toml:"front"`
+	// Limits are the steering routes' budgets (limits.go).
+	Limits *limitsFile `toml:"limits"`
 }
 
 type storeFile struct {
@@ -532,6 +534,7 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 
 	cfg.Server.SessionGrace = r.duration("session_grace", f.SessionGrace, 0)
 	cfg.Server.Retention = r.duration("retention", f.Retention, 0)
+	cfg.Server.Limits = r.limits(f.Limits)
 
 	cfg.HTTP = Limits{
 		ReadHeaderTimeout: r.duration("http.read_header_timeout", f.HTTP.ReadHeaderTimeout, DefaultReadHeaderTimeout),

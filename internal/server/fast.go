@@ -243,6 +243,12 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	if len(x.cmcd) > 0 {
 		x.r.Header[cmcdRequest] = x.cmcd
 	}
+	if len(s.proxies) > 0 {
+		// A trusted proxy names the client (clientAddr).
+		for _, v := range c.Request.Header.PeekAll(forwardedFor) {
+			x.r.Header[forwardedFor] = append(x.r.Header[forwardedFor], string(v))
+		}
+	}
 	if ph, ok := h.(*poolHub); ok {
 		// A pool writes its RELOAD-URI under the Host the request
 		// reached, and may read a cohort from a header.

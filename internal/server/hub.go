@@ -77,6 +77,11 @@ type hub struct {
 	fromPeers            atomic.Uint64 // records other servers of a shared store accepted, joined to this one's evidence
 	offPolicy            atomic.Uint64 // records accepted whose hop is in no pathway of the policy
 	refused              counterMap[string]
+
+	// latest keeps the sessions' latest manifests while the server has
+	// budgets, and limited counts the requests over them (steerlimit.go).
+	latest  latestTable
+	limited counterMap[string]
 }
 
 // roomState is what a room's steering is configured with; it is immutable

@@ -332,6 +332,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	s.writeReportMetrics(&b)
 	s.writeFrontMetrics(&b)
 	writePanicMetrics(&b)
+	s.writeLimitMetrics(&b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

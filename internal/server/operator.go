@@ -222,6 +222,10 @@ type Status struct {
 	// ReportsIgnored counts the steering requests whose report carried a
 	// value that does not count, by reason (issue 26 item 3).
 	ReportsIgnored map[string]uint64 `json:"reports_ignored"`
+
+	// Limited counts the requests over budget, while the server has
+	// budgets (steerlimit.go).
+	Limited *LimitedView `json:"limited,omitempty"`
 }
 
 // PolicyStatus names the active policy.
@@ -361,6 +365,9 @@ func (s *Server) roomStatus(ctx context.Context, h *hub, loadsAt uint64) (Status
 		out.QoE = h.qoe.view()
 	}
 	out.ReportsIgnored = h.unread.view()
+	if s.limits != nil {
+		out.Limited = limitedView(&h.limited)
+	}
 	return out, nil
 }
 

@@ -72,6 +72,8 @@ type poolHub struct {
 	// unread counts the steering requests' report values that do not
 	// count, by reason (issue 26 item 3).
 	unread unreadCounts
+
+	limited counterMap[string] // requests over budget (steerlimit.go)
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -287,6 +289,15 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	x.req.RawQuery = r.URL.RawQuery
 	x.req.Cohort = cohortHeaderOf(r, rt.cohortHeader)
 	x.req.Base = requestBase(r)
+	if l := ph.s.limits; l != nil {
+		_, has := ph.p.SessionOf(&x.req)
+		if why := l.admit(ph.s.clientAddr(r), !has, ph.s.limitNow()); why != "" {
+			ph.overBudget(w, rt, &x.req, rep, why, has)
+			x.req = pool.Request{}
+			poolSteerings.Put(x)
+			return
+		}
+	}
 	now := ph.s.clock()
 	var at time.Time
 	if rt.qoe != nil {

@@ -86,6 +86,10 @@ type PoolView struct {
 	// ReportsIgnored counts the steering requests whose report carried a
 	// value that does not count, by reason (issue 26 item 3).
 	ReportsIgnored map[string]uint64 `json:"reports_ignored"`
+
+	// Limited counts the requests over budget, while the server has
+	// budgets (steerlimit.go).
+	Limited *LimitedView `json:"limited,omitempty"`
 }
 
 // EdgeView is one edge, as the station seed lists it, with what the
@@ -215,6 +219,9 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 	}
 	for i := range v.Edges {
 		v.Edges[i].Headroom = headroom(float64(v.Edges[i].Sessions), n)
+	}
+	if s.limits != nil {
+		v.Limited = limitedView(&ph.limited)
 	}
 	ph.mu.Lock()
 	v.Changes = slices.Clone(ph.changes)

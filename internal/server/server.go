@@ -19,6 +19,7 @@ import (
 	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -59,6 +60,9 @@ type Config struct {
 	Retention time.Duration
 	Clock     func() uint64 // room clock, µs since the Unix epoch; nil = time.Now
 	Logger    *slog.Logger  // nil = slog.Default()
+	// Limits are the steering routes' budgets (steerlimit.go); the zero
+	// value, none.
+	Limits SteerLimits
 	// Name says which server answered an operator's route (its
 	// Waisteer-Server header and the status's "server"), for several
 	// servers on one store; "" = HOST/PID.
@@ -109,6 +113,9 @@ type Server struct {
 
 	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
 
+	limits  *steerLimits  // nil for none
+	proxies limit.Proxies // Config.Limits.TrustedProxies
+
 	commits *committer
 	records *recordCommitter
 	metrics *metrics
@@ -146,6 +153,8 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		hubs:     map[sig.Hash]*hub{},
 		archived: map[sig.Hash]store.Room{},
 		metrics:  newMetrics(),
+		limits:   newSteerLimits(cfg.Limits),
+		proxies:  cfg.Limits.TrustedProxies,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -326,6 +335,13 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		// Pools may gain QoE by a reload.
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.every(bg, "qoe", qoeEvery, s.evaluateQoE) }()
+	}
+	if s.limits != nil {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.every(bg, "limits", 10*time.Second, func(context.Context) { s.limits.sweep(s.limitNow()) })
+		}()
 	}
 	if s.retain > 0 {
 		s.bg.Add(1)

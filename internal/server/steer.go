@@ -97,6 +97,12 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	// §4.1: the query is read once, for the session and the report.
 	q := report.ParseQuery(r.RequestURI)
 	session, ok := q.Session()
+	if s.limits != nil {
+		if why := s.limits.admit(s.clientAddr(r), !ok, s.limitNow()); why != "" {
+			s.overBudget(w, h, why, session, ok)
+			return
+		}
+	}
 	if !ok {
 		// COMPANION §6: no session, a first request: mint one (§6).
 		var err error
@@ -123,6 +129,9 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 
 	d := &x.d
 	x.st.firsts[d.Reason][d.Priority[0]].Add(1)
+	if s.limits != nil {
+		h.keepLatest(x, session)
+	}
 	mb := buffers.Get().(*[]byte)
 	m := x.st.writer.Append((*mb)[:0], d.TTL, session, d.Priority, x.digest)
 	hd := w.Header()
