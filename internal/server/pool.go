@@ -307,7 +307,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	mb := buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
 	if w := ph.qoe.Load(); w != nil && rep.Present&report.HasPathway != 0 {
-		w.addReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), r.RemoteAddr, at)
+		w.addReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(ph.s.clientAddr(r)), at)
 	}
 	x.first = first
 	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.s.grace

@@ -91,8 +91,8 @@ func (s *Server) evaluateQoE(context.Context) {
 
 // addReport gives the aggregator a steering request's report (§4): the
 // throughput and buffer the session states of the pathway it is on, from
-// the client at remote (the request's RemoteAddr).
-func (w *qoeWatch) addReport(ids []string, rep report.Report, cohort string, session report.Session, remote string, at time.Time) {
+// client (the request's address, Server.clientAddr).
+func (w *qoeWatch) addReport(ids []string, rep report.Report, cohort string, session report.Session, client qoe.Client, at time.Time) {
 	if rep.Present&report.HasPathway == 0 || int(rep.Pathway) >= len(ids) {
 		return
 	}
@@ -100,7 +100,7 @@ func (w *qoeWatch) addReport(ids []string, rep report.Report, cohort string, ses
 	if !hasT && !hasB {
 		return
 	}
-	w.agg.Add(qoe.Key{Pathway: ids[rep.Pathway], Cohort: cohort}, session, qoe.ParseClient(remote), rep.Throughput, hasT, rep.Buffer, hasB, at)
+	w.agg.Add(qoe.Key{Pathway: ids[rep.Pathway], Cohort: cohort}, session, client, rep.Throughput, hasT, rep.Buffer, hasB, at)
 }
 
 // awayTable is a pool's clients the per-client rule moved off a pathway,

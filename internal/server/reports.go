@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -189,7 +188,7 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 		return
 	}
 	now := time.UnixMicro(int64(s.clock()))
-	client := qoe.ParseClient(r.RemoteAddr)
+	client := qoe.ClientOf(s.clientAddr(r)) // behind trusted proxies, the client they name
 	rates := wt.limit.address(client, now)
 	if rates == nil {
 		wt.agg.Ignore("flood_address")
@@ -269,14 +268,6 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, ans)
-}
-
-// clientAddress is the address a request came from, without its port.
-func clientAddress(r *http.Request) string {
-	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return h
-	}
-	return r.RemoteAddr
 }
 
 // cohortHeaderOf is the first value of a cohort header, "" for none.

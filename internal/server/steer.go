@@ -12,6 +12,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -259,7 +260,7 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		}
 		h.unread.note(unread, rep)
 		if h.qoe != nil {
-			h.qoe.addReport(st.ids, rep, "", session, r.RemoteAddr, time.UnixMicro(int64(x.t)))
+			h.qoe.addReport(st.ids, rep, "", session, qoe.ClientOf(s.clientAddr(r)), time.UnixMicro(int64(x.t)))
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {
