@@ -58,6 +58,11 @@ type Config struct {
 	Retention time.Duration
 	Clock     func() uint64 // room clock, µs since the Unix epoch; nil = time.Now
 	Logger    *slog.Logger  // nil = slog.Default()
+	// KeepForeignRooms lets the server start on a store that holds rooms
+	// the configuration does not name (another deployment's, or rooms
+	// this one no longer steers, which it then serves for audit); without
+	// it New refuses such a store with their ids (issue 26 item 6).
+	KeepForeignRooms bool
 	// Name says which server answered an operator's route (its
 	// Waisteer-Server header and the status's "server"), for several
 	// servers on one store; "" = HOST/PID.
@@ -114,6 +119,8 @@ type Server struct {
 	mux     http.Handler
 
 	dash dashHistory // the dashboard's samples
+
+	storeLogged atomic.Int64 // when storeFailed last logged at warn level, Unix ns
 
 	closing atomic.Bool
 	bgCtx   context.Context // the background work's, ended by Close
@@ -186,6 +193,20 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		}
 		s.hubs[h.id] = h
 		hubs = append(hubs, h)
+	}
+	if !cfg.KeepForeignRooms {
+		var foreign []string
+		for _, r := range stored {
+			if _, ok := s.hubs[r.ID]; !ok {
+				foreign = append(foreign, r.ID.String())
+			}
+		}
+		if n := len(foreign); n > 0 {
+			if n > 10 {
+				foreign = append(foreign[:10], fmt.Sprintf("and %d more", n-10))
+			}
+			return nil, fmt.Errorf("server: the store holds rooms this configuration does not name: %s; set keep_foreign_rooms = true in [store] to serve beside them", strings.Join(foreign, ", "))
+		}
 	}
 	var known []string
 	for _, h := range hubs {

@@ -65,6 +65,7 @@ func (s *Store) Follow(ctx context.Context, from store.FeedPosition, fn func(sto
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			s.health.saw(ctx, err) // the listening connection, lost: no statement says so
 			return err
 		}
 	}
