@@ -78,17 +78,19 @@ func (s *Store) Back() <-chan struct{} {
 	return s.health.back
 }
 
-// saw notes a statement's or a connection's outcome.
+// saw notes a statement's or a connection's outcome: one the database
+// answered, even with a refusal, says it is up; one that failed for want
+// of it, down; any other (a transaction already closed, the caller's own
+// cancellation) says nothing.
 func (h *health) saw(ctx context.Context, err error) {
+	var pe *pgconn.PgError
 	switch {
-	case err == nil || !unreachable(err):
+	case err == nil || errors.As(err, &pe) && !unreachable(err):
 		if !h.up.Load() {
 			h.markUp()
 		}
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		// The caller gave up (a player that went away): the database
-		// said nothing.
-	default:
+	case unreachable(err):
 		h.markDown(err)
 	}
 }
