@@ -31,6 +31,7 @@ type health struct {
 
 	up      atomic.Bool
 	outages atomic.Uint64
+	changed atomic.Int64 // when up last changed, Unix ns
 
 	mu      sync.Mutex
 	since   time.Time     // when the outage began
@@ -81,8 +82,14 @@ func (s *Store) Back() <-chan struct{} {
 // saw notes a statement's or a connection's outcome: one the database
 // answered, even with a refusal, says it is up; one that failed for want
 // of it, down; any other (a transaction already closed, the caller's own
-// cancellation) says nothing.
+// cancellation) says nothing. Nor does one that began before the last
+// change of state: statements in flight when the database went end in any
+// order, and one that succeeded just before must not end the outage that
+// one just after began.
 func (h *health) saw(ctx context.Context, err error) {
+	if began, ok := ctx.Value(beganKey{}).(int64); ok && began < h.changed.Load() {
+		return
+	}
 	var pe *pgconn.PgError
 	switch {
 	case err == nil || errors.As(err, &pe) && !unreachable(err):
@@ -95,6 +102,14 @@ func (h *health) saw(ctx context.Context, err error) {
 	}
 }
 
+// beganKey is the context key of when a traced statement or connection
+// began, Unix ns.
+type beganKey struct{}
+
+func began(ctx context.Context) context.Context {
+	return context.WithValue(ctx, beganKey{}, time.Now().UnixNano())
+}
+
 func (h *health) markDown(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -104,6 +119,7 @@ func (h *health) markDown(err error) {
 	h.up.Store(false)
 	h.outages.Add(1)
 	h.since = time.Now()
+	h.changed.Store(h.since.UnixNano())
 	h.back = make(chan struct{})
 	h.log.Warn("shared store unreachable", "err", err)
 	if !h.probing && h.ctx.Err() == nil {
@@ -120,6 +136,7 @@ func (h *health) markUp() {
 		return
 	}
 	h.up.Store(true)
+	h.changed.Store(time.Now().UnixNano())
 	close(h.back)
 	h.log.Info("shared store back", "after", time.Since(h.since).Round(time.Millisecond).String())
 }
@@ -180,7 +197,7 @@ var (
 )
 
 func (tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
+	return began(ctx)
 }
 
 func (t tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
@@ -188,7 +205,7 @@ func (t tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQuery
 }
 
 func (tracer) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
-	return ctx
+	return began(ctx)
 }
 
 // TraceConnectEnd marks the database down when a connection fails; one
@@ -200,7 +217,7 @@ func (t tracer) TraceConnectEnd(ctx context.Context, d pgx.TraceConnectEndData) 
 }
 
 func (tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
+	return began(ctx)
 }
 
 func (t tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
