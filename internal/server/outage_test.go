@@ -341,3 +341,78 @@ func metricLine(t *testing.T, e *env, name string) string {
 	}
 	return "(none)"
 }
+
+// TestForeignRooms (issue 26 item 6): a store that holds a room the
+// configuration does not name (another deployment's, on a database given
+// by mistake) is refused at start with the room's id and the key that
+// keeps it, on bbolt's engine (here the memory store, which New treats
+// alike) and on PostgreSQL; with KeepForeignRooms the server starts and
+// serves it for audit (TestArchivedRoom). On bd4ceba both started without
+// a word.
+func TestForeignRooms(t *testing.T) {
+	theirs, err := scenario.Build(scenario.Spec{Name: "another deployment's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := scenario.Build(scenario.Spec{Name: "ours"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgOf := func(sc *scenario.Scenario, keep bool) Config {
+		return Config{
+			Rooms:            []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+			KeepForeignRooms: keep,
+			Clock:            newClock(t0).Load,
+			Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}
+	}
+	ctx := context.Background()
+	dsn := sharedPG(t).Database(t)
+	pg := openShared(t, dsn, true)
+	pgLoads, err := postgres.NewLoads(ctx, pg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pgLoads.Close()
+	for _, c := range []struct {
+		name  string
+		st    store.Store
+		loads store.Loads
+	}{
+		{"memory", store.NewMemory(), store.NewLoads()},
+		{"postgres", pg, pgLoads},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := New(ctx, cfgOf(theirs, false), c.st, c.loads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, err = New(ctx, cfgOf(ours, false), c.st, c.loads)
+			want := "the store holds rooms this configuration does not name: " + theirs.Room.ID().String() + "; set keep_foreign_rooms = true"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("a store holding another deployment's room: %v, want %q", err, want)
+			}
+			srv, err = New(ctx, cfgOf(ours, true), c.st, c.loads)
+			if err != nil {
+				t.Fatalf("with KeepForeignRooms: %v", err)
+			}
+			if err := srv.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The store's rooms all named: no reason to refuse. (Both
+			// rooms at once would conflict on their steering path.)
+			srv, err = New(ctx, cfgOf(theirs, false), c.st, c.loads)
+			if err == nil || !strings.Contains(err.Error(), ours.Room.ID().String()) {
+				t.Fatalf("theirs, on a store holding ours too: %v", err)
+			}
+			srv, err = New(ctx, cfgOf(theirs, false), store.NewMemory(), store.NewLoads())
+			if err != nil {
+				t.Fatalf("a store holding only the configuration's rooms: %v", err)
+			}
+			srv.Close(ctx)
+		})
+	}
+}
