@@ -94,7 +94,23 @@ func TestServeRefusesDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, errs, code := waisteer(t, "", "serve", "-c", cfg)
+		type result struct {
+			errs string
+			code int
+		}
+		done := make(chan result, 1)
+		go func() {
+			_, errs, code := waisteer(t, "", "serve", "-c", cfg)
+			done <- result{errs, code}
+		}()
+		var errs string
+		var code int
+		select {
+		case r := <-done:
+			errs, code = r.errs, r.code
+		case <-time.After(20 * time.Second):
+			t.Fatal("serve took a database holding another deployment's room: still serving after 20 s")
+		}
 		want := "the store holds rooms this configuration does not name: " + other.ID.String() + "; set keep_foreign_rooms = true in [store] to serve beside them"
 		if code != 1 || !strings.Contains(errs, want) {
 			t.Errorf("exit %d:\n%s\nwant it to hold %q", code, errs, want)
