@@ -420,3 +420,64 @@ func TestForeignRooms(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreFailsQuietly (issue 26 item 6): on a store without a health of
+// its own (bbolt's engine; here the test's failing store, whose error is
+// "disk full"), a failing store's 100 refused steering requests and 100
+// refused POSTs of records are answered with the fixed reason, never the
+// store's error, and logged in a few lines: the group commits' change of
+// state, each way, and the store's error once (storeLogEvery). On
+// bd4ceba each answer carried the store's error and each request logged
+// two lines. waisteer_store_up follows the commits' state.
+func TestStoreFailsQuietly(t *testing.T) {
+	log := &lineLog{}
+	sc, err := scenario.Build(scenario.Spec{Periods: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, sc: sc, mem: store.NewMemory(), loads: store.NewLoads(), clock: newClock(t0)}
+	e.st = &failStore{Store: e.mem}
+	e.start(func(c *Config) { c.Logger = slog.New(log) })
+	e.postRecords(sc.Records, http.StatusOK)
+	fresh, err := sc.AddRecord(0, 0, 6*scenario.Period, 7*scenario.Period, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := log.len()
+	e.st.failDecisions.Store(true)
+	e.st.failRecords.Store(true)
+	for range 100 {
+		resp, b := e.get("/v1/steer")
+		wantError(t, "steer", resp, b, http.StatusServiceUnavailable, "store_unavailable")
+		if want := `{"error":"store_unavailable","detail":"the decision could not be stored: the store is unavailable"}`; strings.TrimSpace(string(b)) != want {
+			t.Fatalf("steering answered %s, want %s", b, want)
+		}
+		resp, b = e.do("POST", "/v1/rooms/"+e.room()+"/records", fresh, nil)
+		wantError(t, "records", resp, b, http.StatusServiceUnavailable, "store_unavailable")
+		if strings.Contains(string(b), errDisk.Error()) {
+			t.Fatalf("records answered the store's error: %s", b)
+		}
+	}
+	if got := metricLine(t, e, "waisteer_store_up"); got != "0" {
+		t.Errorf("waisteer_store_up %s while group commits fail, want 0", got)
+	}
+	e.st.failDecisions.Store(false)
+	e.st.failRecords.Store(false)
+	e.audit(e.steer("/v1/steer", nil))
+	lines := log.since(mark)
+	var named int
+	for _, l := range lines {
+		named += strings.Count(l, errDisk.Error())
+	}
+	if len(lines) > 3 || named < 1 {
+		t.Errorf("200 refused requests logged %d lines, %d naming the store's error; want at most 3, the error among them; the first:\n%s",
+			len(lines), named, strings.Join(lines[:min(len(lines), 10)], "\n"))
+	}
+	if got := metricLine(t, e, "waisteer_store_up"); got != "1" {
+		t.Errorf("waisteer_store_up %s once a group commit is durable again, want 1", got)
+	}
+	if got := metricLine(t, e, "waisteer_store_outages_total"); got != "1" {
+		t.Errorf("waisteer_store_outages_total %s, want 1", got)
+	}
+	t.Logf("the log of 200 refusals:\n%s", strings.Join(lines, "\n"))
+}
