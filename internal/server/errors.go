@@ -54,3 +54,9 @@ func (s *Server) storeUp() (bool, uint64) {
 	}
 	return !s.commits.failing.Load(), s.commits.outages.Load()
 }
+
+// storeReachable is storeUp's first answer.
+func (s *Server) storeReachable() bool {
+	up, _ := s.storeUp()
+	return up
+}

@@ -260,7 +260,11 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "waisteer_feed_failures_total %d\n", m.feedFailures.Load())
 	up, outages := s.storeUp()
 	b.WriteString("# HELP waisteer_store_up 1 while the store answers, 0 while it cannot be reached.\n# TYPE waisteer_store_up gauge\n")
-	fmt.Fprintf(&b, "waisteer_store_up %d\n", map[bool]int{false: 0, true: 1}[up])
+	upValue := 0
+	if up {
+		upValue = 1
+	}
+	fmt.Fprintf(&b, "waisteer_store_up %d\n", upValue)
 	b.WriteString("# HELP waisteer_store_outages_total Times the store became unreachable.\n# TYPE waisteer_store_outages_total counter\n")
 	fmt.Fprintf(&b, "waisteer_store_outages_total %d\n", outages)
 

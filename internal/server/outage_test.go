@@ -243,6 +243,11 @@ func TestSharedStoreOutageQuiet(t *testing.T) {
 	if got := metricLine(t, a, "waisteer_store_up"); got != "0" {
 		t.Errorf("waisteer_store_up %s in the outage, want 0", got)
 	}
+	for _, e := range es {
+		if resp, body := e.get("/readyz"); resp.StatusCode != http.StatusServiceUnavailable || secret.Find(body) != nil {
+			t.Errorf("readyz in the outage: %d %s", resp.StatusCode, body)
+		}
+	}
 	// The routes that read the store answer 503 with nothing of the
 	// database either.
 	mu.Lock()
@@ -282,6 +287,9 @@ func TestSharedStoreOutageQuiet(t *testing.T) {
 	for _, e := range es {
 		if got := metricLine(t, e, "waisteer_store_up"); got != "1" {
 			t.Errorf("waisteer_store_up %s after the outage, want 1", got)
+		}
+		if resp, body := e.get("/readyz"); resp.StatusCode != http.StatusOK {
+			t.Errorf("readyz after the outage: %d %s", resp.StatusCode, body)
 		}
 		if got := metricLine(t, e, "waisteer_store_outages_total"); got != "1" {
 			t.Errorf("waisteer_store_outages_total %s after one outage, want 1", got)

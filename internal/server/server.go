@@ -718,8 +718,8 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// serveReady answers whether the server can steer: it is not closing, and
-// its last group commit was durable.
+// serveReady answers whether the server can steer: it is not closing, its
+// last group commit was durable, and its store answers (store.Health).
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	if !noQuery(w, r) {
 		return
@@ -730,6 +730,8 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.Closing, "the server is closing"))
 	case s.commits.failing.Load():
 		writeError(w, api.Errorf(api.StoreUnavailable, "the store refused the last group of decisions"))
+	case !s.storeReachable():
+		writeError(w, api.Errorf(api.StoreUnavailable, storeReason))
 	default:
 		api.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "rooms": len(s.hubs)})
 	}
