@@ -148,9 +148,18 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cc.Tracer = tracer{s.health}
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
+		s.health.close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s.pool = p
+	// A database that took the connection and then stopped answering
+	// (one stopped, or behind a wedged proxy) cannot cancel a statement
+	// itself: the start-up's statements are bounded here too.
+	if cc.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cc.ConnectTimeout+o.statement)
+		defer cancel()
+	}
 	if err := checkVersion(ctx, p); err != nil {
 		s.closePool()
 		return nil, connectErr(err, cc)
