@@ -96,7 +96,9 @@ func (h *health) saw(ctx context.Context, err error) {
 		if !h.up.Load() {
 			h.markUp()
 		}
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
+		// The caller gave up (a player that went away), whatever pgx
+		// made of it: the database said nothing.
 	case unreachable(err):
 		h.markDown(err)
 	}

@@ -267,3 +267,33 @@ func TestUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// A caller that gives up says nothing of the database: a player that went
+// away mid-request must not start an outage; the store's own deadline
+// (the committer's 5 s) does.
+func TestHealthCallerCancels(t *testing.T) {
+	st, _ := open(t)
+	ctx, cancel := context.WithCancel(bg(t))
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	if _, err := st.pool.Exec(ctx, "SELECT pg_sleep(2)"); err == nil {
+		t.Fatal("a cancelled statement succeeded")
+	}
+	if !st.Up() || st.Outages() != 0 {
+		t.Errorf("after a caller's cancellation: up %v, outages %d", st.Up(), st.Outages())
+	}
+	ctx, cancel = context.WithTimeout(bg(t), 100*time.Millisecond)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, "SELECT pg_sleep(2)"); err == nil {
+		t.Fatal("a statement past its deadline succeeded")
+	}
+	if st.Up() || st.Outages() != 1 {
+		t.Errorf("after a statement past its deadline: up %v, outages %d", st.Up(), st.Outages())
+	}
+	// The next statement the database answers ends it.
+	if _, err := st.pool.Exec(bg(t), "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Up() {
+		t.Error("still down after a statement the database answered")
+	}
+}
