@@ -23,8 +23,9 @@ var _ store.Health = (*Store)(nil)
 // the database answers marks it up again. Each change is logged once, down
 // with its reason and up with the outage's length, so that an outage is two
 // lines however many loops and requests retry meanwhile. While it is down,
-// a probe pings the database every probeMax at most, so that the store is
-// known back within that of its return even when nothing else asks.
+// a probe connects to the database every probeMax at most, so that the
+// store is known back within that of its return even when nothing else
+// asks.
 type health struct {
 	log   *slog.Logger
 	probe func(context.Context) error
@@ -32,6 +33,7 @@ type health struct {
 	up      atomic.Bool
 	outages atomic.Uint64
 	changed atomic.Int64 // when up last changed, Unix ns
+	conns   sync.Map     // *pgx.Conn → when it was made, Unix ns
 
 	mu      sync.Mutex
 	since   time.Time     // when the outage began
@@ -79,21 +81,25 @@ func (s *Store) Back() <-chan struct{} {
 	return s.health.back
 }
 
-// saw notes a statement's or a connection's outcome: one the database
-// answered, even with a refusal, says it is up; one that failed for want
-// of it, down; any other (a transaction already closed, the caller's own
-// cancellation) says nothing. Nor does one that began before the last
-// change of state: statements in flight when the database went end in any
-// order, and one that succeeded just before must not end the outage that
-// one just after began.
-func (h *health) saw(ctx context.Context, err error) {
+// saw notes a statement's or a connection's outcome, on conn: one the
+// database answered, even with a refusal, says it is up; one that failed
+// for want of it, down; any other (a transaction already closed, the
+// caller's own cancellation) says nothing. Nor does one that began before
+// the last change of state: statements in flight when the database went
+// end in any order. And only a connection made since the outage began can
+// end it: while a database shuts down, a backend not yet stopped still
+// answers for a few milliseconds on a connection made before.
+func (h *health) saw(ctx context.Context, conn *pgx.Conn, err error) {
 	if began, ok := ctx.Value(beganKey{}).(int64); ok && began < h.changed.Load() {
 		return
 	}
 	var pe *pgconn.PgError
 	switch {
 	case err == nil || errors.As(err, &pe) && !unreachable(err):
-		if !h.up.Load() {
+		if h.up.Load() {
+			return
+		}
+		if at, ok := h.conns.Load(conn); ok && at.(int64) >= h.changed.Load() {
 			h.markUp()
 		}
 	case errors.Is(ctx.Err(), context.Canceled):
@@ -103,6 +109,10 @@ func (h *health) saw(ctx context.Context, err error) {
 		h.markDown(err)
 	}
 }
+
+// connected notes when conn was made; forget drops it once closed.
+func (h *health) connected(conn *pgx.Conn) { h.conns.Store(conn, time.Now().UnixNano()) }
+func (h *health) forget(conn *pgx.Conn)    { h.conns.Delete(conn) }
 
 // beganKey is the context key of when a traced statement or connection
 // began, Unix ns.
@@ -202,8 +212,8 @@ func (tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuery
 	return began(ctx)
 }
 
-func (t tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
-	t.h.saw(ctx, d.Err)
+func (t tracer) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryEndData) {
+	t.h.saw(ctx, conn, d.Err)
 }
 
 func (tracer) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
@@ -214,18 +224,20 @@ func (tracer) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData
 // that succeeds says nothing until a statement on it does.
 func (t tracer) TraceConnectEnd(ctx context.Context, d pgx.TraceConnectEndData) {
 	if d.Err != nil {
-		t.h.saw(ctx, d.Err)
+		t.h.saw(ctx, nil, d.Err)
+		return
 	}
+	t.h.connected(d.Conn)
 }
 
 func (tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	return began(ctx)
 }
 
-func (t tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	t.h.saw(ctx, d.Err)
+func (t tracer) TraceBatchQuery(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchQueryData) {
+	t.h.saw(ctx, conn, d.Err)
 }
 
-func (t tracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchEndData) {
-	t.h.saw(ctx, d.Err)
+func (t tracer) TraceBatchEnd(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchEndData) {
+	t.h.saw(ctx, conn, d.Err)
 }

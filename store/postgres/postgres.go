@@ -144,8 +144,19 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cc := cfg.ConnConfig
 	timeouts(cc, dsn, o, true)
 	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[sig.Hash]frontier{}}
-	s.health = newHealth(o.log, func(ctx context.Context) error { return s.pool.Ping(ctx) })
+	// The probe makes a connection of its own: one the pool holds may
+	// be to a backend not yet stopped (health.saw).
+	probe := cc.Copy()
+	s.health = newHealth(o.log, func(ctx context.Context) error {
+		c, err := pgx.ConnectConfig(ctx, probe)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.Background())
+		return c.Ping(ctx)
+	})
 	cc.Tracer = tracer{s.health}
+	cfg.BeforeClose = s.health.forget
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		s.health.close()
