@@ -172,6 +172,22 @@ type Feed interface {
 	Follow(ctx context.Context, from FeedPosition, fn func(FeedBatch) error) error
 }
 
+// Health is what a store reached over a network (the PostgreSQL store)
+// says of its own state (issue 26 item 6): whether it answers now, how
+// many outages it has had, and when it is back. Such a store logs each
+// change of its state itself, once, with the reason, so that the server's
+// loops and requests need not (a store one server holds alone has no
+// Health).
+type Health interface {
+	// Up is false from a failure to reach the store to the next success.
+	Up() bool
+	// Outages counts the changes from up to down.
+	Outages() uint64
+	// Back is closed once the store is up: at once while it is up, at the
+	// end of the outage while it is down.
+	Back() <-chan struct{}
+}
+
 // FeedPosition is how far a server has followed each feed: the number of
 // the last record and change it was given.
 type FeedPosition struct{ Records, Changes int64 }

@@ -174,6 +174,10 @@ steering_key = "steer.key"
 		{"store dsn twice", "[store]\nengine = \"postgres\"\ndsn_env = \"D\"\ndsn_file = \"empty\"\n" + room, "serve.toml:4: store.dsn_file: give dsn_env or dsn_file, not both"},
 		{"store dsn empty", "[store]\nengine = \"postgres\"\ndsn_file = \"empty\"\n" + room, "serve.toml:3: store.dsn_file: " + filepath.Join(dir, "empty") + " holds no DSN"},
 		{"store bolt dsn", "[store]\ndsn_env = \"D\"\n" + room, `serve.toml:2: store.dsn_env: is PostgreSQL's: give engine = "postgres" with it`},
+		// Issue 26 item 6: PostgreSQL's timeouts, read as durations.
+		{"store bolt timeout", "[store]\nstatement_timeout = \"3s\"\n" + room, `serve.toml:2: store.statement_timeout: is PostgreSQL's: give engine = "postgres" with it`},
+		{"store timeout", "[store]\nengine = \"postgres\"\ndsn_env = \"D\"\nconnect_timeout = \"soon\"\n" + room, `serve.toml:4: store.connect_timeout: "soon" is not a duration`},
+		{"store keep foreign", "[store]\nkeep_foreign_rooms = \"yes\"\n" + room, "serve.toml:2"},
 		{"store and data_dir", "data_dir = \"data\"\n[store]\nengine = \"postgres\"\ndsn_file = \"other.key\"\n" + room, `serve.toml:1: data_dir: is bbolt's directory; with [store] engine = "postgres" the state is in the database`},
 	}
 	for _, c := range cases {
@@ -200,6 +204,11 @@ steering_key = "steer.key"
 		func(k string) string { return map[string]string{"DB": " postgres://w@db/w\n"}[k] })
 	if err != nil || cfg.Store != (serve.StoreConfig{Engine: serve.StorePostgres, DSN: "postgres://w@db/w"}) {
 		t.Errorf("DSN from the environment: %v, %+v", err, cfg.Store)
+	}
+	cfg, err = serve.Parse(filepath.Join(dir, "serve.toml"), []byte("[store]\nengine = \"postgres\"\ndsn_env = \"DB\"\nkeep_foreign_rooms = true\nconnect_timeout = \"2s\"\nstatement_timeout = \"30s\"\n"+room),
+		func(k string) string { return map[string]string{"DB": "postgres://w@db/w"}[k] })
+	if want := (serve.StoreConfig{Engine: serve.StorePostgres, DSN: "postgres://w@db/w", ConnectTimeout: 2 * time.Second, StatementTimeout: 30 * time.Second}); err != nil || cfg.Store != want || !cfg.Server.KeepForeignRooms {
+		t.Errorf("[store] keep_foreign_rooms and timeouts: %v, %+v, keep %v", err, cfg.Store, cfg.Server.KeepForeignRooms)
 	}
 	cfg, err = serve.Parse(filepath.Join(dir, "serve.toml"), []byte("operator_token_file = \"open.token\"\n"+room), os.Getenv)
 	if err != nil || cfg.Server.OperatorToken != "t0k" || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "can be read by others") {

@@ -110,7 +110,8 @@ func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // everything in memory when dir is empty.
 func OpenStore(ctx context.Context, sc StoreConfig, dir string, logger *slog.Logger) (store.Store, store.Loads, error) {
 	if sc.Engine == StorePostgres {
-		st, err := postgres.Open(ctx, sc.DSN, postgres.WithMigrate())
+		st, err := postgres.Open(ctx, sc.DSN, postgres.WithMigrate(), postgres.WithLogger(logger),
+			postgres.WithTimeouts(sc.ConnectTimeout, sc.StatementTimeout))
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening the store: %w", err)
 		}
@@ -364,6 +365,10 @@ const (
 type StoreConfig struct {
 	Engine string
 	DSN    string
+	// PostgreSQL's timeouts where the DSN names none (0: the store's
+	// defaults, postgres.DefaultConnectTimeout and
+	// postgres.DefaultStatementTimeout).
+	ConnectTimeout, StatementTimeout time.Duration
 }
 
 // Limits are the HTTP server's: its engine and its bounds.
@@ -409,6 +414,11 @@ type storeFile struct {
 	DSN     *string `toml:"dsn"` // refused: a DSN may hold a password
 	DSNEnv  *string `toml:"dsn_env"`
 	DSNFile *string `toml:"dsn_file"`
+	// Rooms the store holds and the configuration does not name are
+	// refused at start unless this is true (server.Config).
+	KeepForeignRooms *bool   `toml:"keep_foreign_rooms"`
+	ConnectTimeout   *string `toml:"connect_timeout"`
+	StatementTimeout *string `toml:"statement_timeout"`
 }
 
 type httpFile struct {
@@ -510,6 +520,9 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 		cfg.DataDir = r.path(*f.DataDir)
 	}
 	cfg.Store = r.store(f.Store, getenv)
+	if f.Store != nil && f.Store.KeepForeignRooms != nil {
+		cfg.Server.KeepForeignRooms = *f.Store.KeepForeignRooms
+	}
 	if cfg.Store.Engine == StorePostgres && cfg.DataDir != "" {
 		r.Errorf("data_dir", "is bbolt's directory; with [store] engine = %q the state is in the database", StorePostgres)
 	}
@@ -642,6 +655,12 @@ func (r *serveReader) store(f *storeFile, getenv func(string) string) StoreConfi
 		r.Errorf("store.dsn", "a DSN is not written in the configuration (it may hold a password): give dsn_env, the environment variable that holds it, or dsn_file, a file that does")
 	}
 	if sc.Engine == StoreBolt {
+		if f.ConnectTimeout != nil {
+			r.Errorf("store.connect_timeout", "is PostgreSQL's: give engine = %q with it, or leave it out", StorePostgres)
+		}
+		if f.StatementTimeout != nil {
+			r.Errorf("store.statement_timeout", "is PostgreSQL's: give engine = %q with it, or leave it out", StorePostgres)
+		}
 		if f.DSNEnv != nil {
 			r.Errorf("store.dsn_env", "is PostgreSQL's: give engine = %q with it, or leave it out", StorePostgres)
 		}
@@ -650,6 +669,8 @@ func (r *serveReader) store(f *storeFile, getenv func(string) string) StoreConfi
 		}
 		return sc
 	}
+	sc.ConnectTimeout = r.duration("store.connect_timeout", f.ConnectTimeout, 0)
+	sc.StatementTimeout = r.duration("store.statement_timeout", f.StatementTimeout, 0)
 	switch {
 	case f.DSNEnv != nil && f.DSNFile != nil:
 		r.Errorf("store.dsn_file", "give dsn_env or dsn_file, not both")

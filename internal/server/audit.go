@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -61,15 +62,15 @@ func (s *Server) decisionBytes(ctx context.Context, digest sig.Hash) ([]byte, *a
 		return nil, api.Errorf(api.NotFound, "no decision %s", digest)
 	}
 	if err != nil {
-		return nil, api.Errorf(api.StoreUnavailable, "reading decision %s: %v", digest, err)
+		return nil, s.storeFailed(fmt.Sprintf("reading decision %s", digest), err)
 	}
 	p, err := s.policyOf(ctx, row.Policy)
 	if err != nil {
-		return nil, api.Errorf(api.Internal, "decision %s: its policy %s: %v", digest, row.Policy, err)
+		return nil, s.storeFailed(fmt.Sprintf("decision %s: its policy %s", digest, row.Policy), err)
 	}
 	body, err := s.st.EvidenceSnapshot(ctx, row.Evidence)
 	if err != nil {
-		return nil, api.Errorf(api.Internal, "decision %s: its evidence snapshot %s: %v", digest, row.Evidence, err)
+		return nil, s.storeFailed(fmt.Sprintf("decision %s: its evidence snapshot %s", digest, row.Evidence), err)
 	}
 	b, err := store.Rebuild(p, row.Policy, row, body)
 	if err != nil {
@@ -117,7 +118,7 @@ func (s *Server) serveStored(w http.ResponseWriter, r *http.Request, what string
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, api.Errorf(api.NotFound, "no %s %s", what, digest))
 	case err != nil:
-		writeError(w, api.Errorf(api.StoreUnavailable, "reading %s %s: %v", what, digest, err))
+		writeError(w, s.storeFailed(fmt.Sprintf("reading %s %s", what, digest), err))
 	default:
 		writeSigned(w, b, immutable)
 	}

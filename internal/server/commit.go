@@ -55,8 +55,9 @@ type committer struct {
 	log     *slog.Logger
 
 	in       inbox[*commitJob]
-	deciding inFlight    // requests being decided, not yet handed over
-	failing  atomic.Bool // the last group failed
+	deciding inFlight      // requests being decided, not yet handed over
+	failing  atomic.Bool   // the last group failed
+	outages  atomic.Uint64 // the times groups began failing
 	done     chan struct{}
 
 	evs []store.Evidence // reused by write, which run alone calls
@@ -125,7 +126,20 @@ func (c *committer) run() {
 // group as a store's error does.
 func (c *committer) write(group []*commitJob) {
 	err := guard.Try(c.log, "committer", func() error { return c.put(group) })
-	c.failing.Store(err != nil)
+	// One line per change of state, not per group (issue 26 item 6): a
+	// store that logs its own outages (store.Health) has said why.
+	if was := c.failing.Swap(err != nil); was != (err != nil) {
+		failed, again := slog.LevelError, slog.LevelInfo
+		if _, ok := c.st.(store.Health); ok {
+			failed, again = slog.LevelDebug, slog.LevelDebug
+		}
+		if err != nil {
+			c.outages.Add(1)
+			c.log.Log(context.Background(), failed, "group commits failing", "decisions", len(group), "err", err)
+		} else {
+			c.log.Log(context.Background(), again, "group commits durable again")
+		}
+	}
 	for _, j := range group {
 		j.done <- err
 	}
@@ -156,7 +170,6 @@ func (c *committer) put(group []*commitJob) error {
 	c.metrics.commitBatch.observe(float64(len(group)), uint64(len(group)))
 	if err != nil {
 		c.metrics.commitFailures.Add(1)
-		c.log.Error("group commit failed", "decisions", len(group), "err", err)
 	}
 	return err
 }

@@ -3,11 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/retry"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
 )
@@ -19,24 +21,36 @@ import (
 // start-up (loadIndex): a server signs decisions only from records it
 // checked itself, under its own state's key log.
 
-// The follower's retries while the store cannot be reached.
+// The follower's retries while the store cannot be reached: 50 ms doubling
+// to 5 s, with jitter (retry.Backoff); a store that says when it is back
+// (store.Health) wakes the follower at once, so that the others' writes
+// are followed again within a second of the database's return (issue 26
+// item 6), however long the outage.
 const (
-	followRetryFirst = 100 * time.Millisecond
+	followRetryFirst = 50 * time.Millisecond
 	followRetryMax   = 5 * time.Second
 )
 
 // follow applies the feed from at until ctx ends, following again from the
 // last position applied whenever the store cannot be reached.
 func (s *Server) follow(ctx context.Context, feed store.Feed, at store.FeedPosition) {
-	wait, down := followRetryFirst, false
+	health, _ := feed.(store.Health)
+	// A store with a health logs its outages itself, once each.
+	level := slog.LevelWarn
+	if health != nil {
+		level = slog.LevelDebug
+	}
+	b := retry.Backoff{First: followRetryFirst, Max: followRetryMax}
+	down := false
 	for ctx.Err() == nil {
-		err := feed.Follow(ctx, at, func(b store.FeedBatch) error {
-			if err := guard.Try(s.log, "follow", func() error { return s.applyFeed(ctx, b) }); err != nil {
+		err := feed.Follow(ctx, at, func(fb store.FeedBatch) error {
+			if err := guard.Try(s.log, "follow", func() error { return s.applyFeed(ctx, fb) }); err != nil {
 				return err
 			}
-			at, wait = b.At, followRetryFirst
+			at = fb.At
+			b.Reset()
 			if down {
-				s.log.Info("following the other servers' writes again", "records", at.Records, "changes", at.Changes)
+				s.log.Log(ctx, level-4, "following the other servers' writes again", "records", at.Records, "changes", at.Changes)
 				down = false
 			}
 			return nil
@@ -44,16 +58,22 @@ func (s *Server) follow(ctx context.Context, feed store.Feed, at store.FeedPosit
 		if ctx.Err() != nil {
 			return
 		}
+		wait := b.Next()
 		if !down {
-			s.log.Warn("following the other servers' writes: retrying", "err", err)
+			s.log.Log(ctx, level, "following the other servers' writes: retrying", "err", err)
 			down = true
 		}
 		s.metrics.feedFailures.Add(1)
+		var back <-chan struct{}
+		if health != nil && !health.Up() {
+			back = health.Back()
+		}
 		select {
 		case <-ctx.Done():
+		case <-back:
+			b.Reset() // the store is back: follow at once
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, followRetryMax)
 	}
 }
 

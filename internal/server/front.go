@@ -219,7 +219,7 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 	}
 	if err := s.commits.commit(ctx, &x.job); err != nil {
 		x.release()
-		return nil, session, "", err
+		return nil, session, "", s.storeFailed("the decision could not be stored", err)
 	}
 	d := &x.d
 	x.st.firsts[d.Reason][d.Priority[0]].Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -177,7 +178,7 @@ func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.checkpoint(r.Context(), h)
 	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's checkpoint: %v", err))
+		writeError(w, s.storeFailed("the room's checkpoint", err))
 		return
 	}
 	writeLog(w, "text/plain; charset=utf-8", b, "no-cache")
@@ -201,7 +202,7 @@ func (s *Server) serveEpochs(w http.ResponseWriter, r *http.Request) {
 	}
 	es, err := s.st.KeyEpochs(r.Context(), id)
 	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's epochs: %v", err))
+		writeError(w, s.storeFailed("the room's epochs", err))
 		return
 	}
 	out := make([]Epoch, 0, len(es))
@@ -226,7 +227,7 @@ func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
 	}
 	es, err := s.st.KeyEpochs(r.Context(), id)
 	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's epochs: %v", err))
+		writeError(w, s.storeFailed("the room's epochs", err))
 		return
 	}
 	for _, e := range es {
@@ -252,7 +253,7 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 	}
 	size, err := s.st.LogSize(r.Context(), id)
 	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		writeError(w, s.storeFailed("the room's log", err))
 		return
 	}
 	b, err := declog.ReadTile(r.Context(), s.st, id, t, size)
@@ -260,7 +261,7 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, declog.ErrBeyond):
 		writeError(w, api.Errorf(api.NotFound, "tile %s is past the log's %d leaves", declog.TilePath(t), size))
 	case err != nil:
-		writeError(w, api.Errorf(api.StoreUnavailable, "tile %s: %v", declog.TilePath(t), err))
+		writeError(w, s.storeFailed(fmt.Sprintf("tile %s", declog.TilePath(t)), err))
 	default:
 		writeLog(w, "application/octet-stream", b, immutable)
 	}
@@ -311,7 +312,7 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request, params ...stri
 	}
 	size, err := s.st.LogSize(r.Context(), id)
 	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		writeError(w, s.storeFailed("the room's log", err))
 		return id, 0, false
 	}
 	return id, size, true
@@ -337,7 +338,7 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "the room's log: %v", err))
+		writeError(w, s.storeFailed("the room's log", err))
 		return
 	}
 	n, aerr := sizeParam(r, "size", size, size)
@@ -350,7 +351,7 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, s.st, id))
 	if err != nil {
-		writeError(w, api.Errorf(api.StoreUnavailable, "proving leaf %d: %v", at, err))
+		writeError(w, s.storeFailed(fmt.Sprintf("proving leaf %d", at), err))
 		return
 	}
 	if p == nil {
@@ -386,7 +387,7 @@ func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	if m > 0 {
 		var err error
 		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, s.st, id)); err != nil {
-			writeError(w, api.Errorf(api.StoreUnavailable, "proving %d from %d: %v", n, m, err))
+			writeError(w, s.storeFailed(fmt.Sprintf("proving %d from %d", n, m), err))
 			return
 		}
 	}

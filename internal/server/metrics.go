@@ -221,8 +221,11 @@ func (s *Server) count(rt route, w http.ResponseWriter, r *http.Request, h func(
 	s.metrics.latency[rt].observeDuration(time.Since(start))
 	if refusal != nil {
 		level := slog.LevelInfo // the client's doing
-		if status >= 500 {
-			level = slog.LevelWarn // the server's or its store's
+		switch {
+		case refusal.Code == api.StoreUnavailable:
+			level = slog.LevelDebug // logged once per outage (storeFailed)
+		case status >= 500:
+			level = slog.LevelWarn // the server's
 		}
 		s.log.Log(r.Context(), level, "request refused", "route", routeNames[rt], "method", r.Method,
 			"path", r.URL.Path, "status", status, "code", string(refusal.Code), "detail", refusal.Detail)
@@ -256,6 +259,15 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "waisteer_commit_failures_total %d\n", m.commitFailures.Load())
 	b.WriteString("# HELP waisteer_feed_failures_total Times following the other servers' writes on a shared store failed and was retried.\n# TYPE waisteer_feed_failures_total counter\n")
 	fmt.Fprintf(&b, "waisteer_feed_failures_total %d\n", m.feedFailures.Load())
+	up, outages := s.storeUp()
+	b.WriteString("# HELP waisteer_store_up 1 while the store answers, 0 while it cannot be reached.\n# TYPE waisteer_store_up gauge\n")
+	upValue := 0
+	if up {
+		upValue = 1
+	}
+	fmt.Fprintf(&b, "waisteer_store_up %d\n", upValue)
+	b.WriteString("# HELP waisteer_store_outages_total Times the store became unreachable.\n# TYPE waisteer_store_outages_total counter\n")
+	fmt.Fprintf(&b, "waisteer_store_outages_total %d\n", outages)
 
 	hubs := s.sortedHubs()
 	now := s.clock()

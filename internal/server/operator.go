@@ -194,7 +194,7 @@ func (s *Server) installHead(ctx context.Context, h *hub, body []byte, persist b
 		}
 	}
 	if err := h.replace(ctx, st, put); err != nil {
-		return nil, api.Errorf(api.StoreUnavailable, "installing the key log head: %v", err)
+		return nil, s.storeFailed("installing the key log head", err)
 	}
 	return st, nil
 }

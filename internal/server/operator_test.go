@@ -428,6 +428,7 @@ func TestArchivedRoom(t *testing.T) {
 	e.stop()
 	e.start(func(c *Config) {
 		c.Rooms = []RoomConfig{{Descriptor: other.Room.DescriptorBytes, KeyLogHead: other.Room.HeadBytes, Policy: other.PolicyBytes, SteeringKey: other.SteerKey}}
+		c.KeepForeignRooms = true // the operator retired the room (issue 26 item 6)
 	})
 	e.audit(m)
 	resp, b := e.do("POST", "/v1/rooms/"+e.room()+"/records", e.sc.Records[0], nil)

@@ -90,7 +90,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 			// hop sends the body again, and what was stored is then a
 			// duplicate.
 			w.Header().Set("Retry-After", "1")
-			writeError(w, api.Errorf(api.StoreUnavailable, "the records could not be stored: %v", err))
+			writeError(w, s.storeFailed("the records could not be stored", err))
 			return
 		}
 		for k, sr := range toStore {

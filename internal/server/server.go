@@ -63,6 +63,12 @@ type Config struct {
 	// Limits are the steering routes' budgets (steerlimit.go); the zero
 	// value, none.
 	Limits SteerLimits
+
+	// KeepForeignRooms lets the server start on a store that holds rooms
+	// the configuration does not name (another deployment's, or rooms
+	// this one no longer steers, which it then serves for audit); without
+	// it New refuses such a store with their ids (issue 26 item 6).
+	KeepForeignRooms bool
 	// Name says which server answered an operator's route (its
 	// Waisteer-Server header and the status's "server"), for several
 	// servers on one store; "" = HOST/PID.
@@ -122,6 +128,8 @@ type Server struct {
 	mux     http.Handler
 
 	dash dashHistory // the dashboard's samples
+
+	storeLogged atomic.Int64 // when storeFailed last logged at warn level, Unix ns
 
 	closing atomic.Bool
 	bgCtx   context.Context // the background work's, ended by Close
@@ -196,6 +204,20 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		}
 		s.hubs[h.id] = h
 		hubs = append(hubs, h)
+	}
+	if !cfg.KeepForeignRooms {
+		var foreign []string
+		for _, r := range stored {
+			if _, ok := s.hubs[r.ID]; !ok {
+				foreign = append(foreign, r.ID.String())
+			}
+		}
+		if n := len(foreign); n > 0 {
+			if n > 10 {
+				foreign = append(foreign[:10], fmt.Sprintf("and %d more", n-10))
+			}
+			return nil, fmt.Errorf("server: the store holds rooms this configuration does not name: %s; set keep_foreign_rooms = true in [store] to serve beside them", strings.Join(foreign, ", "))
+		}
 	}
 	var known []string
 	for _, h := range hubs {
@@ -758,8 +780,8 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// serveReady answers whether the server can steer: it is not closing, and
-// its last group commit was durable.
+// serveReady answers whether the server can steer: it is not closing, its
+// last group commit was durable, and its store answers (store.Health).
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	if !noQuery(w, r) {
 		return
@@ -770,6 +792,8 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.Closing, "the server is closing"))
 	case s.commits.failing.Load():
 		writeError(w, api.Errorf(api.StoreUnavailable, "the store refused the last group of decisions"))
+	case !s.storeReachable():
+		writeError(w, api.Errorf(api.StoreUnavailable, storeReason))
 	default:
 		api.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "rooms": len(s.hubs)})
 	}

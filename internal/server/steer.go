@@ -124,7 +124,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	if err := s.commits.commit(r.Context(), &x.job); err != nil {
 		// The committer has answered (or never took) the job.
 		x.release()
-		s.unavailable(w, h, api.Errorf(api.StoreUnavailable, "the decision could not be stored: %v", err))
+		s.unavailable(w, h, s.storeFailed("the decision could not be stored", err))
 		return
 	}
 
@@ -256,7 +256,7 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		case x.ruleErr != nil:
 			return api.Errorf(api.Internal, "deciding: %v", x.ruleErr)
 		case err != nil:
-			return api.Errorf(api.StoreUnavailable, "the table of loads: %v", err)
+			return s.storeFailed("the table of loads", err)
 		}
 		h.unread.note(unread, rep)
 		if h.qoe != nil {

@@ -42,7 +42,10 @@ func (s *Store) Follow(ctx context.Context, from store.FeedPosition, fn func(sto
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
+	defer func() {
+		s.health.forget(c)
+		c.Close(context.Background())
+	}()
 	at := from
 	for {
 		b, err := s.readFeed(ctx, at)
@@ -65,6 +68,7 @@ func (s *Store) Follow(ctx context.Context, from store.FeedPosition, fn func(sto
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			s.health.saw(ctx, c, err) // the listening connection, lost: no statement says so
 			return err
 		}
 	}
@@ -83,6 +87,7 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 		if _, err = c.Exec(ctx, "LISTEN waisteer"); err == nil {
 			return c, nil
 		}
+		s.health.forget(c)
 		c.Close(context.Background())
 		if !pgconn.SafeToRetry(err) {
 			break

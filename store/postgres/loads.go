@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/waisteer/waisteer/internal/retry"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
@@ -136,46 +137,72 @@ func (l *Loads) Reset(ctx context.Context, room sig.Hash) error {
 // Sweep drops the expired sessions of every room (the server's sweeper).
 func (l *Loads) Sweep(now uint64) int { return l.local.Sweep(now) }
 
-// run writes and reads the shared table until ctx ends.
+// run writes and reads the shared table until ctx ends. After a failure it
+// waits (retry.Backoff: 50 ms doubling to 5 s, with jitter), or until the
+// store is back, before it tries again; the store logs the outage, once
+// (health.go), so a failure here is logged at debug level only.
 func (l *Loads) run(ctx context.Context, at int64) {
 	flush, follow, prune := time.NewTicker(flushEvery), time.NewTicker(followEvery), time.NewTicker(pruneEvery)
 	defer flush.Stop()
 	defer follow.Stop()
 	defer prune.Stop()
-	down := false
+	b := retry.Backoff{First: retryFirst, Max: retryMax}
+	var until time.Time      // no attempt before, after a failure
+	var back <-chan struct{} // the store's return, while waiting
 	note := func(err error) {
-		if err == nil || ctx.Err() != nil {
-			if down && err == nil {
-				l.log.Info("sharing the loads again")
-				down = false
-			}
+		if err == nil {
+			b.Reset()
+			until, back = time.Time{}, nil
 			return
 		}
-		if !down {
-			l.log.Warn("sharing the loads: retrying", "err", err)
-			down = true
+		if ctx.Err() != nil {
+			return
+		}
+		wait := b.Next()
+		l.log.Debug("sharing the loads: retrying", "in", wait.String(), "err", err)
+		until = time.Now().Add(wait)
+		if !l.st.Up() {
+			back = l.st.Back()
 		}
 	}
+	waiting := func() bool { return !until.IsZero() && time.Now().Before(until) }
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-back:
+			until, back = time.Time{}, nil // the store is back: at once
 		case <-flush.C:
-			note(l.flush(ctx))
+			l.mu.Lock()
+			some := len(l.pending) > 0
+			l.mu.Unlock()
+			if some && !waiting() { // nothing written is no success
+				note(l.flush(ctx))
+			}
 		case <-follow.C:
+			if waiting() {
+				continue
+			}
 			next, err := l.follow(ctx, at)
 			if err == nil {
 				at = next
 			}
 			note(err)
 		case <-prune.C:
-			if now := l.now.Load(); now > 0 {
+			if now := l.now.Load(); now > 0 && !waiting() {
 				_, err := l.st.pool.Exec(ctx, "DELETE FROM waisteer.steers WHERE expires < $1", i64(now))
 				note(err)
 			}
 		}
 	}
 }
+
+// The waits of the loops that retry the store (Loads.run, and the server's
+// follower): 50 ms doubling to 5 s.
+const (
+	retryFirst = 50 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
 
 // flush writes the pending sessions in one transaction, numbered under the
 // feed's lock; on failure they wait for the next.

@@ -162,10 +162,21 @@ const (
 // first), and returns the versions it applied. A database of a newer
 // version than this build knows is refused: an older binary must not
 // write a schema it does not know.
-func Migrate(ctx context.Context, dsn string) ([]int, error) {
-	c, err := pgx.Connect(ctx, dsn)
+//
+// Of opts, only the connect timeout applies (WithTimeouts).
+func Migrate(ctx context.Context, dsn string, opts ...Option) ([]int, error) {
+	o := defaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connecting: %w", err)
+		return nil, fmt.Errorf("postgres: the DSN does not read: %w", err)
+	}
+	timeouts(cc, dsn, o, false)
+	c, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connecting: %w", connectErr(err, cc))
 	}
 	defer c.Close(context.Background())
 	return migrate(ctx, c)

@@ -19,10 +19,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,6 +48,8 @@ type Store struct {
 	// frontiers are the rooms' logs as this server last appended to them.
 	frontiers map[sig.Hash]frontier
 	loads     *Loads // the shared table on this store, closed first
+
+	health *health // whether the database answers (health.go)
 }
 
 // context3 is a decision's room, policy and signer.
@@ -60,8 +66,48 @@ const defaultPruneChunk = 1000
 type Option func(*options)
 
 type options struct {
-	chunk   int
-	migrate bool
+	chunk              int
+	migrate            bool
+	log                *slog.Logger
+	connect, statement time.Duration
+}
+
+// The timeouts a DSN that names none gets (issue 26 item 6): a database
+// that takes a connection and never answers fails the server's start
+// within connect, rather than hanging it; a statement the database holds
+// for longer than statement is cancelled by the database itself.
+const (
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultStatementTimeout = 10 * time.Second
+)
+
+func defaultOptions() options {
+	return options{chunk: defaultPruneChunk, log: slog.Default(), connect: DefaultConnectTimeout, statement: DefaultStatementTimeout}
+}
+
+// WithLogger has the store log its changes of state there (default
+// slog.Default()): one line when the database cannot be reached, one when
+// it is back (health.go).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// WithTimeouts sets the connect and statement timeouts of a DSN that names
+// neither (connect_timeout, statement_timeout, or -c statement_timeout in
+// its options): the DSN's own win. A zero leaves the default.
+func WithTimeouts(connect, statement time.Duration) Option {
+	return func(o *options) {
+		if connect > 0 {
+			o.connect = connect
+		}
+		if statement > 0 {
+			o.statement = statement
+		}
+	}
 }
 
 // WithPruneChunk sets how many records, or decisions, Prune removes in each
@@ -82,12 +128,12 @@ func WithMigrate() Option { return func(o *options) { o.migrate = true } }
 // Open connects to the database at dsn (a PostgreSQL connection string or
 // URL, as pgx reads it) and checks its schema's version.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	o := options{chunk: defaultPruneChunk}
+	o := defaultOptions()
 	for _, f := range opts {
 		f(&o)
 	}
 	if o.migrate {
-		if _, err := Migrate(ctx, dsn); err != nil {
+		if _, err := Migrate(ctx, dsn, opts...); err != nil {
 			return nil, err
 		}
 	}
@@ -95,21 +141,74 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: the DSN does not read: %w", err)
 	}
+	cc := cfg.ConnConfig
+	timeouts(cc, dsn, o, true)
+	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[sig.Hash]frontier{}}
+	// The probe makes a connection of its own: one the pool holds may
+	// be to a backend not yet stopped (health.saw).
+	probe := cc.Copy()
+	s.health = newHealth(o.log, func(ctx context.Context) error {
+		c, err := pgx.ConnectConfig(ctx, probe)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.Background())
+		return c.Ping(ctx)
+	})
+	cc.Tracer = tracer{s.health}
+	cfg.BeforeClose = s.health.forget
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
+		s.health.close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := checkVersion(ctx, p); err != nil {
-		p.Close()
-		return nil, err
+	s.pool = p
+	// A database that took the connection and then stopped answering
+	// (one stopped, or behind a wedged proxy) cannot cancel a statement
+	// itself: the start-up's statements are bounded here too.
+	if cc.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cc.ConnectTimeout+o.statement)
+		defer cancel()
 	}
-	s := &Store{pool: p, chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[sig.Hash]frontier{}}
+	if err := checkVersion(ctx, p); err != nil {
+		s.closePool()
+		return nil, connectErr(err, cc)
+	}
 	host, _ := os.Hostname()
 	if err := p.QueryRow(ctx, "INSERT INTO waisteer.instances (host, pid) VALUES ($1, $2) RETURNING id", host, os.Getpid()).Scan(&s.instance); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("postgres: registering the instance: %w", err)
+		s.closePool()
+		return nil, fmt.Errorf("postgres: registering the instance: %w", connectErr(err, cc))
 	}
 	return s, nil
+}
+
+// timeouts gives cc, read from dsn, the timeouts of o where dsn names
+// none; with statement, the statement timeout too (not for migrating, whose
+// statements may rightly take long).
+func timeouts(cc *pgx.ConnConfig, dsn string, o options, statement bool) {
+	if cc.ConnectTimeout == 0 && !strings.Contains(dsn, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
+		cc.ConnectTimeout = o.connect
+	}
+	if _, ok := cc.RuntimeParams["statement_timeout"]; statement && !ok && !strings.Contains(cc.RuntimeParams["options"], "statement_timeout") {
+		cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.statement.Milliseconds(), 10)
+	}
+}
+
+// connectErr says, of a connection that timed out, after how long: a
+// database that takes connections and never answers is otherwise a
+// silence.
+func connectErr(err error, cc *pgx.ConnConfig) error {
+	if cc.ConnectTimeout > 0 && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)) {
+		return fmt.Errorf("the database did not answer within the connect timeout, %v: %w", cc.ConnectTimeout, err)
+	}
+	return err
+}
+
+// closePool closes the connections and stops the health's probe.
+func (s *Store) closePool() {
+	s.pool.Close()
+	s.health.close()
 }
 
 // Close closes the table of loads on the store, if any (writing its last
@@ -123,7 +222,7 @@ func (s *Store) Close() error {
 	if l != nil {
 		err = l.Close()
 	}
-	s.pool.Close()
+	s.closePool()
 	return err
 }
 
