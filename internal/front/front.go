@@ -212,6 +212,9 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 		for k := range res.Header {
 			h.Del(k)
 		}
+		if aerr.Status == http.StatusServiceUnavailable {
+			h.Set("Retry-After", "1") // a store down, a budget spent: players retry
+		}
 		api.WriteError(w, aerr)
 		return
 	}
@@ -309,7 +312,7 @@ func (f *Front) mpd(b []byte, class Class, family, dashEl string, off bool) ([]b
 func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([]byte, *api.Error) {
 	o, err := st.Open(r.Context(), query, r.Header)
 	if err != nil {
-		return nil, &api.Error{Code: api.Internal, Detail: "the viewer's order: " + err.Error(), Status: http.StatusInternalServerError}
+		return nil, openFailed(err, &api.Error{Code: api.Internal, Detail: "the viewer's order: " + err.Error(), Status: http.StatusInternalServerError})
 	}
 	base, err := url.Parse(requestURL(r))
 	if err != nil {
@@ -390,7 +393,7 @@ func (f *Front) redirect(w http.ResponseWriter, r *http.Request, st Steering, qu
 	o, err := st.Open(r.Context(), query, r.Header)
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
-		api.WriteError(w, api.Errorf(api.StoreUnavailable, "deciding the viewer's pathway: %v", err))
+		api.WriteError(w, openFailed(err, api.Errorf(api.StoreUnavailable, "deciding the viewer's pathway: %v", err)))
 		return
 	}
 	base, err := url.Parse(requestURL(r))
@@ -552,4 +555,14 @@ func (f *Front) Opens() Opens {
 	o.Redirects = f.redirects.Load()
 	f.failures.Range(func(k, v any) bool { o.Failures[k.(string)] = v.(*atomic.Uint64).Load(); return true })
 	return o
+}
+
+// openFailed is the answer to a viewer whose order could not be had: the
+// steering's own refusal when it gave one (a store that is down, a budget
+// spent: it says what a player may be told, and no more), else otherwise.
+func openFailed(err error, otherwise *api.Error) *api.Error {
+	if ae, ok := errors.AsType[*api.Error](err); ok {
+		return ae
+	}
+	return otherwise
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -212,6 +213,15 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 			return nil, session, "", err
 		}
 	}
+	if a, viewer := ctx.Value(viewerKey{}).(netip.Addr); viewer && s.limits != nil {
+		// Issue 26: each decision is signed and kept, so a viewer's
+		// opening spends its address's and network's budgets as a
+		// steering request does. There is no manifest to answer again.
+		if why := s.limits.admit(a, !ok, s.limitNow()); why != "" {
+			h.limited.add(why + "\x00" + answerRefused)
+			return nil, session, "", api.Errorf(api.OverBudget, "over the budget of decisions or new sessions of the viewer's address or network")
+		}
+	}
 	x := steerings.Get().(*steering)
 	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
 		x.release()
@@ -232,8 +242,17 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 	return order, session, uri, nil
 }
 
+// viewerKey is the context key of a front viewer's address (a netip.Addr).
+type viewerKey struct{}
+
 // serveFront answers a path of the front.
 func (s *Server) serveFront(w http.ResponseWriter, r *http.Request, st front.Steering) {
+	if s.limits != nil {
+		// A room's viewer who is redirected or given backups is decided
+		// for as a steering request is: the budgets of its address apply
+		// (decideFor).
+		r = r.WithContext(context.WithValue(r.Context(), viewerKey{}, s.clientAddr(r)))
+	}
 	s.count(routeFront, w, r, func(w http.ResponseWriter, r *http.Request) {
 		s.front.Serve(w, r, st)
 	})

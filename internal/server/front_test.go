@@ -426,3 +426,66 @@ func TestFrontOriginFails(t *testing.T) {
 		srv.Close(context.Background())
 	}
 }
+
+// TestFrontBudgets (issue 26 item 5): a room's front signs and stores a
+// decision for each viewer it redirects on opening (the OTT seed), so the
+// viewer's address spends the steering routes' budgets: past its budget of
+// new sessions, a viewer without a session is answered 503 over_budget
+// with Retry-After and nothing is decided; one that carries its session
+// (wai_session) spends only the decisions' budget and is redirected.
+func TestFrontBudgets(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, false)
+	e.stop()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "hls"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hls", "live.m3u8"), []byte(frontMultivariant), 0o644)
+	og, err := origin.New(dir, origin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := map[string]string{}
+	for _, id := range e.sc.Policy.IDs() {
+		bases[id] = "http://" + id + ".cdn.example"
+	}
+	e.start(func(c *Config) {
+		c.Front = &FrontConfig{Origin: og, Bases: bases, Playlists: []FrontPlaylist{{Path: "/hls/", Room: e.sc.Room.ID().String()}}}
+		c.Limits = SteerLimits{AddressSessions: tiny(2)}
+	})
+	e.postRecords(e.sc.Records, http.StatusOK)
+	noFollow := &http.Client{Transport: e.ts.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	open := func(target string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.ts.URL+target, nil)
+		req.Header.Set("User-Agent", "Lavf/60.16.100") // ffmpeg: redirected on opening
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	var session string
+	for i := range 2 {
+		resp := open("/hls/live.m3u8")
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("WAI-Decision") == "" {
+			t.Fatalf("opening %d within the budget: %d", i, resp.StatusCode)
+		}
+		u, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		session = u.Query().Get("wai_session")
+	}
+	resp := open("/hls/live.m3u8")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || resp.Header.Get("WAI-Decision") != "" {
+		t.Fatalf("a third new viewer from one address over a budget of 2: %d, Retry-After %q, WAI-Decision %q; want 503 with Retry-After and no decision",
+			resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("WAI-Decision"))
+	}
+	if resp := open("/hls/live.m3u8?wai_session=" + session); resp.StatusCode != http.StatusFound {
+		t.Errorf("a viewer with its session: %d, want 302 (it starts no session)", resp.StatusCode)
+	}
+	if st := e.status(); st.Limited == nil || st.Limited.Refused[overAddressSessions] != 1 {
+		t.Errorf("the room's limited %+v, want refused address_sessions 1", st.Limited)
+	}
+}
