@@ -184,3 +184,26 @@ func TestDemoOffline(t *testing.T) {
 		t.Errorf("verify without records: exit %d, %s", code, out)
 	}
 }
+
+// TestDemoDirAgain: `waisteer demo -dir DIR` run twice makes a new room
+// each time on the store it keeps in DIR; the second run serves beside the
+// first's room rather than refusing it as another deployment's (issue 26:
+// a store holding rooms the configuration does not name is refused unless
+// the configuration keeps them), and the serve.toml it writes keeps them
+// too.
+func TestDemoDirAgain(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2 {
+		_, errs, code := waisteer(t, "", "demo", "-dir", dir, "-listen", "127.0.0.1:0", "-for", "1s")
+		if code != 0 {
+			t.Fatalf("demo -dir, run %d: exit %d: %s", i+1, code, errs)
+		}
+	}
+	conf, err := os.ReadFile(filepath.Join(dir, "serve.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(conf), "keep_foreign_rooms = true") {
+		t.Errorf("the demo's serve.toml does not keep the earlier runs' rooms:\n%s", conf)
+	}
+}

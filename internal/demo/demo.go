@@ -96,7 +96,10 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 	}
 	defer stopEdges(edges)
 	cfg := &serve.Config{HTTP: serve.DefaultLimits()}
-	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, Pools: []pool.Config{pc}, OperatorToken: r.Token, Logger: logger}
+	// A demo run with -dir again makes a new room (fresh keys, unless
+	// -seed) on the same store: the earlier runs' rooms are kept, served
+	// for audit, rather than refused as another deployment's (issue 26).
+	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, Pools: []pool.Config{pc}, OperatorToken: r.Token, Logger: logger, KeepForeignRooms: true}
 	dataDir := ""
 	if o.Dir != "" {
 		dataDir = filepath.Join(o.Dir, "data")
@@ -561,6 +564,10 @@ func (r *Room) WriteFiles(dir, listen, dataDir string) (string, error) {
 listen = %q
 data_dir = %q
 operator_token_file = "operator.token"
+
+# The store keeps the rooms of the demo's earlier runs in this directory.
+[store]
+keep_foreign_rooms = true
 
 [[room]]
 descriptor = "room.cbor"
