@@ -96,14 +96,12 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 	}
 	defer stopEdges(edges)
 	cfg := &serve.Config{HTTP: serve.DefaultLimits()}
-	// A demo run with -dir again makes a new room (fresh keys, unless
-	// -seed) on the same store: the earlier runs' rooms are kept, served
-	// for audit, rather than refused as another deployment's (issue 26).
+	// The earlier runs' rooms, with -dir, are kept (keepEarlierRooms).
 	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, Pools: []pool.Config{pc}, OperatorToken: r.Token, Logger: logger, KeepForeignRooms: true}
 	dataDir := ""
 	if o.Dir != "" {
 		dataDir = filepath.Join(o.Dir, "data")
-		if _, err := r.WriteFiles(o.Dir, ln.Addr().String(), "data"); err != nil {
+		if _, err := r.writeFiles(o.Dir, ln.Addr().String(), "data", keepEarlierRooms); err != nil {
 			ln.Close()
 			return err
 		}
@@ -545,6 +543,22 @@ func (r *Room) RunHop(ctx context.Context, c *client.Client, base string, h int,
 // `waisteer serve` into dir, and returns the configuration's path. dataDir is
 // the configuration's data_dir, relative to dir.
 func (r *Room) WriteFiles(dir, listen, dataDir string) (string, error) {
+	return r.writeFiles(dir, listen, dataDir, "")
+}
+
+// keepEarlierRooms is the demo's table of its serve.toml: a demo run with
+// -dir again makes a new room (fresh keys, unless -seed) on the store it
+// keeps there, whose earlier rooms are served beside it for audit rather
+// than refused as another deployment's (issue 26).
+const keepEarlierRooms = `
+# The store keeps the rooms of the demo's earlier runs in this directory.
+[store]
+keep_foreign_rooms = true
+`
+
+// writeFiles is WriteFiles with extra at the end of the configuration's
+// top-level keys.
+func (r *Room) writeFiles(dir, listen, dataDir, extra string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -564,17 +578,13 @@ func (r *Room) WriteFiles(dir, listen, dataDir string) (string, error) {
 listen = %q
 data_dir = %q
 operator_token_file = "operator.token"
-
-# The store keeps the rooms of the demo's earlier runs in this directory.
-[store]
-keep_foreign_rooms = true
-
+%s
 [[room]]
 descriptor = "room.cbor"
 keylog = "keylog.cbor"
 policy = "policy.wsp1"
 steering_key = "steer.key"
-`, r.ID, listen, dataDir), 0o644},
+`, r.ID, listen, dataDir, extra), 0o644},
 	}
 	for _, f := range written {
 		if err := files.Write(filepath.Join(dir, f.name), f.data, f.mode, true); err != nil {
