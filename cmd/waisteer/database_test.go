@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,32 +25,8 @@ func TestServeRefusesDatabase(t *testing.T) {
 	cfg = onPostgres(t, cfg)
 
 	t.Run("silent", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var held []net.Conn
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				held = append(held, c) // never read, never answered
-				mu.Unlock()
-			}
-		}()
-		defer func() {
-			ln.Close()
-			mu.Lock()
-			for _, c := range held {
-				c.Close()
-			}
-			mu.Unlock()
-		}()
-		t.Setenv("WAISTEER_TEST_DSN", "postgres://waisteer@"+ln.Addr().String()+"/w?sslmode=disable")
+		addr := pgtest.Silent(t)
+		t.Setenv("WAISTEER_TEST_DSN", "postgres://waisteer@"+addr+"/w?sslmode=disable")
 		type result struct {
 			errs string
 			code int

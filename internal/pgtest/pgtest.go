@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -208,4 +209,37 @@ func (s *Server) NewDatabase() (string, error) {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
 	return s.DSN(name), nil
+}
+
+// Silent is the address of a loopback listener that takes connections and
+// never answers (a database behind a wedged proxy, or stopped with
+// SIGSTOP), for a DSN; its listener and connections are closed at cleanup.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().String()
 }

@@ -297,24 +297,7 @@ func TestFrontBackups(t *testing.T) {
 // the first pathway of a decision made and stored for it, whose URI rides
 // in WAI-Decision and verifies (§9).
 func TestFrontEnergyRoom(t *testing.T) {
-	e := newEnv(t, scenario.Spec{Periods: 6}, false)
-	e.stop()
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "hls"), 0o755)
-	os.WriteFile(filepath.Join(dir, "hls", "live.m3u8"), []byte(frontMultivariant), 0o644)
-	os.WriteFile(filepath.Join(dir, "hls", "live.mpd"), []byte(frontMPD), 0o644)
-	og, err := origin.New(dir, origin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bases := map[string]string{}
-	for _, id := range e.sc.Policy.IDs() {
-		bases[id] = "http://" + id + ".cdn.example"
-	}
-	e.start(func(c *Config) {
-		c.Front = &FrontConfig{Origin: og, Bases: bases, Playlists: []FrontPlaylist{{Path: "/hls/", Room: e.sc.Room.ID().String()}}}
-	})
-	e.postRecords(e.sc.Records, http.StatusOK)
+	e, bases := newFrontRoomEnv(t, nil)
 	_, b := e.get("/hls/live.m3u8")
 	want := strings.Replace(frontMultivariant, "#EXT-X-VERSION:7\n", "#EXT-X-VERSION:7\n"+decision.HLSTag(e.sc.Policy)+"\n", 1)
 	if string(b) != want {
@@ -354,6 +337,35 @@ func TestFrontEnergyRoom(t *testing.T) {
 	if _, err := verify.Verify(in); err != nil {
 		t.Errorf("the redirect's decision does not verify: %v", err)
 	}
+}
+
+// newFrontRoomEnv is an energy room whose front serves /hls/live.m3u8 and
+// /hls/live.mpd from a directory origin, each pathway at its own base
+// (returned), with its records posted; more configures the server further.
+func newFrontRoomEnv(t *testing.T, more func(*Config)) (*env, map[string]string) {
+	t.Helper()
+	e := newEnv(t, scenario.Spec{Periods: 6}, false)
+	e.stop()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "hls"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hls", "live.m3u8"), []byte(frontMultivariant), 0o644)
+	os.WriteFile(filepath.Join(dir, "hls", "live.mpd"), []byte(frontMPD), 0o644)
+	og, err := origin.New(dir, origin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := map[string]string{}
+	for _, id := range e.sc.Policy.IDs() {
+		bases[id] = "http://" + id + ".cdn.example"
+	}
+	e.start(func(c *Config) {
+		c.Front = &FrontConfig{Origin: og, Bases: bases, Playlists: []FrontPlaylist{{Path: "/hls/", Room: e.sc.Room.ID().String()}}}
+		if more != nil {
+			more(c)
+		}
+	})
+	e.postRecords(e.sc.Records, http.StatusOK)
+	return e, bases
 }
 
 // TestFrontConditional: the front's ETag is the origin's with the
@@ -434,24 +446,7 @@ func TestFrontOriginFails(t *testing.T) {
 // with Retry-After and nothing is decided; one that carries its session
 // (wai_session) spends only the decisions' budget and is redirected.
 func TestFrontBudgets(t *testing.T) {
-	e := newEnv(t, scenario.Spec{Periods: 6}, false)
-	e.stop()
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "hls"), 0o755)
-	os.WriteFile(filepath.Join(dir, "hls", "live.m3u8"), []byte(frontMultivariant), 0o644)
-	og, err := origin.New(dir, origin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bases := map[string]string{}
-	for _, id := range e.sc.Policy.IDs() {
-		bases[id] = "http://" + id + ".cdn.example"
-	}
-	e.start(func(c *Config) {
-		c.Front = &FrontConfig{Origin: og, Bases: bases, Playlists: []FrontPlaylist{{Path: "/hls/", Room: e.sc.Room.ID().String()}}}
-		c.Limits = SteerLimits{AddressSessions: tiny(2)}
-	})
-	e.postRecords(e.sc.Records, http.StatusOK)
+	e, _ := newFrontRoomEnv(t, func(c *Config) { c.Limits = SteerLimits{AddressSessions: tiny(2)} })
 	noFollow := &http.Client{Transport: e.ts.Client().Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	open := func(target string) *http.Response {
 		t.Helper()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -318,14 +317,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	}
 	x.req = pool.Request{}
 	poolSteerings.Put(x)
-
-	hd := w.Header()
-	hd["Content-Type"] = headerJSON
-	hd.Set("Content-Length", strconv.Itoa(len(m)))
-	w.WriteHeader(http.StatusOK)
-	w.Write(m)
-	*mb = m[:0]
-	buffers.Put(mb)
+	answerManifest(w, headerJSON, nil, m, mb)
 }
 
 // awayOf is the per-client rule (apex-steering's): the pathway a client

@@ -135,10 +135,18 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	}
 	mb := buffers.Get().(*[]byte)
 	m := x.st.writer.Append((*mb)[:0], d.TTL, session, d.Priority, x.digest)
+	answerManifest(w, headerManifest, x.st.contentLength(len(m)), m, mb)
+	x.release()
+}
+
+// answerManifest writes m, made in the pooled buffer mb, as a 200 of
+// content type ct and length length (nil: counted from m), and gives mb
+// back to the pool.
+func answerManifest(w http.ResponseWriter, ct, length []string, m []byte, mb *[]byte) {
 	hd := w.Header()
-	hd["Content-Type"] = headerManifest
-	if v := x.st.contentLength(len(m)); v != nil {
-		hd["Content-Length"] = v
+	hd["Content-Type"] = ct
+	if length != nil {
+		hd["Content-Length"] = length
 	} else {
 		hd.Set("Content-Length", strconv.Itoa(len(m)))
 	}
@@ -146,7 +154,6 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	w.Write(m)
 	*mb = m[:0]
 	buffers.Put(mb)
-	x.release()
 }
 
 // unavailable answers a steering request that cannot be decided or

@@ -167,13 +167,7 @@ func (s *Server) overBudget(w http.ResponseWriter, h *hub, why string, session r
 			h.limited.add(why + "\x00" + answerReplayed)
 			mb := buffers.Get().(*[]byte)
 			m := st.writer.Append((*mb)[:0], e.ttl, session, e.prio[:e.n], e.digest)
-			hd := w.Header()
-			hd["Content-Type"] = headerManifest
-			hd.Set("Content-Length", strconv.Itoa(len(m)))
-			w.WriteHeader(http.StatusOK)
-			w.Write(m)
-			*mb = m[:0]
-			buffers.Put(mb)
+			answerManifest(w, headerManifest, nil, m, mb)
 			return
 		}
 	}
@@ -197,13 +191,7 @@ func (ph *poolHub) overBudget(w http.ResponseWriter, rt *poolRoute, req *pool.Re
 	}
 	mb := buffers.Get().(*[]byte)
 	m, _, _ := ph.p.Steer((*mb)[:0], req)
-	hd := w.Header()
-	hd["Content-Type"] = headerJSON
-	hd.Set("Content-Length", strconv.Itoa(len(m)))
-	w.WriteHeader(http.StatusOK)
-	w.Write(m)
-	*mb = m[:0]
-	buffers.Put(mb)
+	answerManifest(w, headerJSON, nil, m, mb)
 }
 
 // refuseOverBudget answers 503 over_budget with Retry-After retry seconds,

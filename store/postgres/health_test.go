@@ -18,46 +18,13 @@ import (
 	"github.com/waisteer/waisteer/internal/pgtest"
 )
 
-// silent is a loopback listener that takes connections and never answers
-// (a database behind a wedged proxy, or stopped with SIGSTOP): its
-// address, for a DSN.
-func silent(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never read
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().String()
-}
-
 // Issue 26 item 6: a database that accepts connections and never answers
 // fails Open within 10 s with the reason (the default connect timeout,
 // 5 s), where bd4ceba waited for as long as its context (serve's: for
 // ever). The DSN's own connect_timeout wins over the default and over
 // WithTimeouts.
 func TestOpenSilentDatabase(t *testing.T) {
-	addr := silent(t)
+	addr := pgtest.Silent(t)
 	for _, c := range []struct {
 		name    string
 		dsn     string
