@@ -9,6 +9,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
 )
@@ -39,17 +40,17 @@ func writeSigned(w http.ResponseWriter, b []byte, cache string) {
 // digest is the one asked for (store.Rebuild checks it, §7.3).
 func (s *Server) serveDecision(w http.ResponseWriter, r *http.Request, hexDigest string) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !allow(w, r, http.MethodGet, http.MethodHead) {
+	if !web.Allow(w, r, http.MethodGet, http.MethodHead) {
 		return
 	}
-	digest, aerr := digestOf(hexDigest)
+	digest, aerr := web.Digest(hexDigest)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	b, aerr := s.decisionBytes(r.Context(), digest)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	writeSigned(w, b, immutable)
@@ -62,15 +63,15 @@ func (s *Server) decisionBytes(ctx context.Context, digest sig.Hash) ([]byte, *a
 		return nil, api.Errorf(api.NotFound, "no decision %s", digest)
 	}
 	if err != nil {
-		return nil, s.storeFailed(fmt.Sprintf("reading decision %s", digest), err)
+		return nil, s.fails.Failed(fmt.Sprintf("reading decision %s", digest), err)
 	}
 	p, err := s.policyOf(ctx, row.Policy)
 	if err != nil {
-		return nil, s.storeFailed(fmt.Sprintf("decision %s: its policy %s", digest, row.Policy), err)
+		return nil, s.fails.Failed(fmt.Sprintf("decision %s: its policy %s", digest, row.Policy), err)
 	}
 	body, err := s.st.EvidenceSnapshot(ctx, row.Evidence)
 	if err != nil {
-		return nil, s.storeFailed(fmt.Sprintf("decision %s: its evidence snapshot %s", digest, row.Evidence), err)
+		return nil, s.fails.Failed(fmt.Sprintf("decision %s: its evidence snapshot %s", digest, row.Evidence), err)
 	}
 	b, err := store.Rebuild(p, row.Policy, row, body)
 	if err != nil {
@@ -105,20 +106,20 @@ func (s *Server) policyOf(ctx context.Context, digest sig.Hash) (*policy.Policy,
 // serveStored answers GET of stored signed bytes by digest.
 func (s *Server) serveStored(w http.ResponseWriter, r *http.Request, what string, get func(context.Context, sig.Hash) ([]byte, error)) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
-	digest, aerr := digestOf(r.PathValue("digest"))
+	digest, aerr := web.Digest(r.PathValue("digest"))
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	b, err := get(r.Context(), digest)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, api.Errorf(api.NotFound, "no %s %s", what, digest))
+		web.Refuse(w, api.Errorf(api.NotFound, "no %s %s", what, digest))
 	case err != nil:
-		writeError(w, s.storeFailed(fmt.Sprintf("reading %s %s", what, digest), err))
+		web.Refuse(w, s.fails.Failed(fmt.Sprintf("reading %s %s", what, digest), err))
 	default:
 		writeSigned(w, b, immutable)
 	}
@@ -139,7 +140,7 @@ func (s *Server) serveRecord(w http.ResponseWriter, r *http.Request) {
 // roomBytes finds a room's descriptor and head: a steered room's current
 // ones, or those the store holds of a room no longer configured.
 func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *api.Error) {
-	id, aerr := digestOf(r.PathValue("room"))
+	id, aerr := web.Digest(r.PathValue("room"))
 	if aerr != nil {
 		return nil, nil, aerr
 	}
@@ -158,12 +159,12 @@ func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *api.Error)
 // it never changes.
 func (s *Server) serveDescriptor(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
 	desc, _, aerr := s.roomBytes(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	writeSigned(w, desc, immutable)
@@ -175,7 +176,7 @@ func (s *Server) serveDescriptor(w http.ResponseWriter, r *http.Request) {
 // (serveKeyLogPut).
 func (s *Server) serveKeyLog(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
 	_, head, aerr := s.roomBytes(r)
@@ -183,7 +184,7 @@ func (s *Server) serveKeyLog(w http.ResponseWriter, r *http.Request) {
 		aerr = api.Errorf(api.NoKeyLog, "the room names no origin, and so has no key log (COMPANION §4)")
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	writeSigned(w, head, "no-cache")

@@ -165,12 +165,8 @@ func BenchmarkLoopback(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
-			h := srv.metrics.commitBatch
-			var groups uint64
-			for i := range h.counts {
-				groups += h.counts[i].Load()
-			}
-			b.ReportMetric(float64(h.sum.Load())/float64(max(groups, 1)), "decisions/commit")
+			groups, decisions := srv.metrics.commitBatch.Totals()
+			b.ReportMetric(float64(decisions)/float64(max(groups, 1)), "decisions/commit")
 		})
 	}
 	b.Run("ed25519", func(b *testing.B) {

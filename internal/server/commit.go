@@ -166,8 +166,8 @@ func (c *committer) put(group []*commitJob) error {
 	start := time.Now()
 	err := c.st.PutDecisions(ctx, evs, ds)
 	cancel()
-	c.metrics.commitLatency.observeDuration(time.Since(start))
-	c.metrics.commitBatch.observe(float64(len(group)), uint64(len(group)))
+	c.metrics.commitLatency.ObserveDuration(time.Since(start))
+	c.metrics.commitBatch.Observe(float64(len(group)), uint64(len(group)))
 	if err != nil {
 		c.metrics.commitFailures.Add(1)
 	}

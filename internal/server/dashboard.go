@@ -23,6 +23,7 @@ import (
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/verify"
 	"github.com/waisteer/waisteer/verify/audit"
@@ -255,7 +256,7 @@ func (s *Server) hopsOf(h *hub, w [2]uint64) []HopDash {
 }
 
 func (s *Server) serveDashboardState(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) || !s.operator(w, r) {
+	if !web.NoQuery(w, r) || !s.operator(w, r) {
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, s.dashboardState(r.Context()))
@@ -355,17 +356,17 @@ const maxInspectBody = 4 * api.MaxDecisionBytes
 const dashOrigin = "http://waisteer.inspector"
 
 func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) || !s.operator(w, r) {
+	if !web.NoQuery(w, r) || !s.operator(w, r) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxInspectBody))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		writeError(w, api.Errorf(api.BodyTooLarge, "the inspector reads at most %d bytes", maxInspectBody))
+		web.Refuse(w, api.Errorf(api.BodyTooLarge, "the inspector reads at most %d bytes", maxInspectBody))
 		return
 	case err != nil:
-		writeError(w, api.Errorf(api.BadBody, "reading the request: %v", err))
+		web.Refuse(w, api.Errorf(api.BadBody, "reading the request: %v", err))
 		return
 	}
 	var req struct {
@@ -374,12 +375,12 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, api.Errorf(api.BadInspect, `the request is {"input": "..."}: %v`, err))
+		web.Refuse(w, api.Errorf(api.BadInspect, `the request is {"input": "..."}: %v`, err))
 		return
 	}
 	digest, raw, aerr := readInspectInput(req.Input)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	c := &client.Client{HTTP: &http.Client{Transport: handlerTransport{s}, Timeout: 30 * time.Second}, UserAgent: "waisteer inspector"}
@@ -392,10 +393,10 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 	var rf *client.Refusal
 	switch {
 	case errors.As(err, &rf) && rf.Where == verify.PlaceDecision && raw == nil && api.IsNotFound(rf.Err):
-		writeError(w, api.Errorf(api.NotFound, "no decision %s: this server holds none of that digest", digest))
+		web.Refuse(w, api.Errorf(api.NotFound, "no decision %s: this server holds none of that digest", digest))
 		return
 	case err != nil && !errors.As(err, &rf):
-		writeError(w, api.Errorf(api.BadInspect, "%v", err))
+		web.Refuse(w, api.Errorf(api.BadInspect, "%v", err))
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, s.inspect(r.Context(), c, in, rf))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/web"
 )
 
 // FastHandler serves the routes of Handler on fasthttp, for a plain HTTP/1.1
@@ -33,7 +34,7 @@ func (s *Server) FastHandler() fasthttp.RequestHandler {
 	other := fasthttpadaptor.NewFastHTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, err := ownRequest(r)
 		if err != nil { // the adaptor parsed the same target: not reached
-			writeError(w, api.Errorf(api.BadPath, "the request target does not read: %v", err))
+			web.Refuse(w, api.Errorf(api.BadPath, "the request target does not read: %v", err))
 			return
 		}
 		s.ServeHTTP(w, o)
@@ -157,7 +158,7 @@ func (s *Server) FastServer(l FastLimits) *fasthttp.Server {
 		ErrorHandler: func(c *fasthttp.RequestCtx, err error) {
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 				w := &fastWriter{c: c, h: make(http.Header, 4)}
-				writeError(w, api.Errorf(api.BodyTooLarge, "the body is over the %d bytes any route reads", maxBody))
+				web.Refuse(w, api.Errorf(api.BodyTooLarge, "the body is over the %d bytes any route reads", maxBody))
 				c.SetConnectionClose()
 				drainBody(c.Conn())
 				return

@@ -17,6 +17,7 @@ import (
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 )
 
@@ -218,7 +219,7 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 		// opening spends its address's and network's budgets as a
 		// steering request does. There is no manifest to answer again.
 		if why := s.limits.admit(a, !ok, s.limitNow()); why != "" {
-			h.limited.add(why + "\x00" + answerRefused)
+			h.limited.Add(why + "\x00" + answerRefused)
 			return nil, session, "", api.Errorf(api.OverBudget, "over the budget of decisions or new sessions of the viewer's address or network")
 		}
 	}
@@ -229,7 +230,7 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 	}
 	if err := s.commits.commit(ctx, &x.job); err != nil {
 		x.release()
-		return nil, session, "", s.storeFailed("the decision could not be stored", err)
+		return nil, session, "", s.fails.Failed("the decision could not be stored", err)
 	}
 	d := &x.d
 	x.st.firsts[d.Reason][d.Priority[0]].Add(1)
@@ -258,28 +259,12 @@ func (s *Server) serveFront(w http.ResponseWriter, r *http.Request, st front.Ste
 	})
 }
 
-// FrontStatus is the front's view for the operator (GET /v1/front/status):
-// who opened playlists, by what they can do, and each pool's headroom.
-type FrontStatus struct {
-	front.Opens
-	Pools []PoolHeadroom `json:"pools"`
-}
-
-// PoolHeadroom is, per edge, the load the edge must be able to carry for
-// one failure: its live sessions × (1 + 1/(N − 1)), N the edges that can
-// take a failed one's viewers (the OTT seed's capacity rule).
-type PoolHeadroom struct {
-	Pool  string             `json:"pool"`
-	N     int                `json:"eligible"`
-	Edges map[string]float64 `json:"headroom"`
-}
-
 func (s *Server) serveFrontStatus(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) || !s.operator(w, r) {
+	if !web.NoQuery(w, r) || !s.operator(w, r) {
 		return
 	}
 	if s.front == nil {
-		writeError(w, api.Errorf(api.NotFound, "the server has no front"))
+		web.Refuse(w, api.Errorf(api.NotFound, "the server has no front"))
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, s.frontStatus(r.Context()))

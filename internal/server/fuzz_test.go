@@ -19,6 +19,7 @@ import (
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
 )
@@ -132,7 +133,7 @@ func FuzzSteerRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		digest, aerr := digestOf(u.Path[len("/v1/decisions/"):])
+		digest, aerr := web.Digest(u.Path[len("/v1/decisions/"):])
 		if aerr != nil {
 			t.Fatal(aerr)
 		}

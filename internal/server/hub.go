@@ -11,6 +11,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
@@ -76,12 +77,12 @@ type hub struct {
 	accepted, duplicates atomic.Uint64
 	fromPeers            atomic.Uint64 // records other servers of a shared store accepted, joined to this one's evidence
 	offPolicy            atomic.Uint64 // records accepted whose hop is in no pathway of the policy
-	refused              counterMap[string]
+	refused              web.Counters[string]
 
 	// latest keeps the sessions' latest manifests while the server has
 	// budgets, and limited counts the requests over them (steerlimit.go).
 	latest  latestTable
-	limited counterMap[string]
+	limited web.Counters[string]
 }
 
 // roomState is what a room's steering is configured with; it is immutable

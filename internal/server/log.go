@@ -14,6 +14,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/declog"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -37,7 +38,7 @@ type signedCheckpoint struct {
 // holds of a room no longer configured (whose tiles and proofs are still
 // served, but whose checkpoint no key of this server signs).
 func (s *Server) logRoom(r *http.Request) (sig.Hash, *hub, *api.Error) {
-	id, aerr := digestOf(r.PathValue("room"))
+	id, aerr := web.Digest(r.PathValue("room"))
 	if aerr != nil {
 		return id, nil, aerr
 	}
@@ -54,12 +55,12 @@ func (s *Server) logRoom(r *http.Request) (sig.Hash, *hub, *api.Error) {
 // false once it has answered.
 func (s *Server) logGet(w http.ResponseWriter, r *http.Request) (sig.Hash, bool) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return sig.Hash{}, false
 	}
 	id, _, aerr := s.logRoom(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return id, false
 	}
 	return id, true
@@ -165,7 +166,7 @@ func writeLog(w http.ResponseWriter, contentType string, b []byte, cache string)
 // note (declog.Checkpoint), at most checkpointEvery old.
 func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
 	id, h, aerr := s.logRoom(r)
@@ -173,24 +174,15 @@ func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 		aerr = api.Errorf(api.UnknownRoom, "room %s is no longer steered here: no key of this server signs its checkpoint", id)
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	b, err := s.checkpoint(r.Context(), h)
 	if err != nil {
-		writeError(w, s.storeFailed("the room's checkpoint", err))
+		web.Refuse(w, s.fails.Failed("the room's checkpoint", err))
 		return
 	}
 	writeLog(w, "text/plain; charset=utf-8", b, "no-cache")
-}
-
-// Epoch is one key log head a room has had, as /log/epochs lists it.
-type Epoch struct {
-	Seq  uint64 `json:"seq"`
-	From int64  `json:"from"` // the log's size when the head was installed
-	// Handover is the checkpoint of the log's first From leaves, signed
-	// under the head before; "" for the room's first head.
-	Handover string `json:"handover"`
 }
 
 // serveEpochs answers GET /v1/rooms/{room}/log/epochs: the heads the room
@@ -202,7 +194,7 @@ func (s *Server) serveEpochs(w http.ResponseWriter, r *http.Request) {
 	}
 	es, err := s.st.KeyEpochs(r.Context(), id)
 	if err != nil {
-		writeError(w, s.storeFailed("the room's epochs", err))
+		web.Refuse(w, s.fails.Failed("the room's epochs", err))
 		return
 	}
 	out := make([]Epoch, 0, len(es))
@@ -222,12 +214,12 @@ func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
 	}
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil || strconv.FormatUint(seq, 10) != r.PathValue("seq") {
-		writeError(w, api.Errorf(api.BadLogRequest, "%q is not a key log head's seq in decimal", r.PathValue("seq")))
+		web.Refuse(w, api.Errorf(api.BadLogRequest, "%q is not a key log head's seq in decimal", r.PathValue("seq")))
 		return
 	}
 	es, err := s.st.KeyEpochs(r.Context(), id)
 	if err != nil {
-		writeError(w, s.storeFailed("the room's epochs", err))
+		web.Refuse(w, s.fails.Failed("the room's epochs", err))
 		return
 	}
 	for _, e := range es {
@@ -236,7 +228,7 @@ func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeError(w, api.Errorf(api.NotFound, "room %s has had no key log head of seq %d here", id, seq))
+	web.Refuse(w, api.Errorf(api.NotFound, "room %s has had no key log head of seq %d here", id, seq))
 }
 
 // serveTile answers GET /v1/rooms/{room}/log/tile/...: a tile within the
@@ -248,20 +240,20 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := declog.ParseTilePath("tile/" + r.PathValue("path"))
 	if err != nil {
-		writeError(w, api.Errorf(api.BadLogRequest, "%v", err))
+		web.Refuse(w, api.Errorf(api.BadLogRequest, "%v", err))
 		return
 	}
 	size, err := s.st.LogSize(r.Context(), id)
 	if err != nil {
-		writeError(w, s.storeFailed("the room's log", err))
+		web.Refuse(w, s.fails.Failed("the room's log", err))
 		return
 	}
 	b, err := declog.ReadTile(r.Context(), s.st, id, t, size)
 	switch {
 	case errors.Is(err, declog.ErrBeyond):
-		writeError(w, api.Errorf(api.NotFound, "tile %s is past the log's %d leaves", declog.TilePath(t), size))
+		web.Refuse(w, api.Errorf(api.NotFound, "tile %s is past the log's %d leaves", declog.TilePath(t), size))
 	case err != nil:
-		writeError(w, s.storeFailed(fmt.Sprintf("tile %s", declog.TilePath(t)), err))
+		web.Refuse(w, s.fails.Failed(fmt.Sprintf("tile %s", declog.TilePath(t)), err))
 	default:
 		writeLog(w, "application/octet-stream", b, immutable)
 	}
@@ -307,12 +299,12 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request, params ...stri
 		aerr = onlyParams(r, params...)
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return id, 0, false
 	}
 	size, err := s.st.LogSize(r.Context(), id)
 	if err != nil {
-		writeError(w, s.storeFailed("the room's log", err))
+		web.Refuse(w, s.fails.Failed("the room's log", err))
 		return id, 0, false
 	}
 	return id, size, true
@@ -326,19 +318,19 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	digest, aerr := digestOf(r.PathValue("digest"))
+	digest, aerr := web.Digest(r.PathValue("digest"))
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	ctx := r.Context()
 	at, err := s.st.LogIndex(ctx, id, digest)
 	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, api.Errorf(api.NotFound, "the log of room %s holds no decision %s, or its decision is pruned", id, digest))
+		web.Refuse(w, api.Errorf(api.NotFound, "the log of room %s holds no decision %s, or its decision is pruned", id, digest))
 		return
 	}
 	if err != nil {
-		writeError(w, s.storeFailed("the room's log", err))
+		web.Refuse(w, s.fails.Failed("the room's log", err))
 		return
 	}
 	n, aerr := sizeParam(r, "size", size, size)
@@ -346,12 +338,12 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		aerr = api.Errorf(api.NotFound, "decision %s is leaf %d, not in the tree of %d", digest, at, n)
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, s.st, id))
 	if err != nil {
-		writeError(w, s.storeFailed(fmt.Sprintf("proving leaf %d", at), err))
+		web.Refuse(w, s.fails.Failed(fmt.Sprintf("proving leaf %d", at), err))
 		return
 	}
 	if p == nil {
@@ -366,7 +358,7 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	if !r.URL.Query().Has("from") {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		writeError(w, api.Errorf(api.BadLogRequest, "from= is required: the size of the tree to prove from"))
+		web.Refuse(w, api.Errorf(api.BadLogRequest, "from= is required: the size of the tree to prove from"))
 		return
 	}
 	id, size, ok := s.logProof(w, r, "from", "size")
@@ -380,14 +372,14 @@ func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
 		m, aerr = sizeParam(r, "from", 0, n)
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	p := tlog.TreeProof{} // from no leaves, nothing to prove
 	if m > 0 {
 		var err error
 		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, s.st, id)); err != nil {
-			writeError(w, s.storeFailed(fmt.Sprintf("proving %d from %d", n, m), err))
+			web.Refuse(w, s.fails.Failed(fmt.Sprintf("proving %d from %d", n, m), err))
 			return
 		}
 	}

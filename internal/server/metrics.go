@@ -2,14 +2,12 @@ package server
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,11 +15,11 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/web"
 )
 
 // The metrics are written by hand in the Prometheus text exposition format
-// (version 0.0.4), from atomic counters: no dependency, and nothing on a
-// request's path takes a lock to count it.
+// (version 0.0.4), from atomic counters (web.Counters, web.Histogram).
 
 // route names a family of routes, the label of the request metrics.
 type route uint8
@@ -58,172 +56,52 @@ var routeNames = [routeCount]string{
 	"pool_edges", "pool_change", "front", "front_status", "log", "reports", "dashboard", "other",
 }
 
-// latencyBounds are the upper bounds of the latency histograms' buckets: a
-// steering request costs tens of microseconds to sign and a group commit's
-// wait, a few milliseconds on a disk.
-var latencyBounds = []time.Duration{
-	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
-	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
-	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
-	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
+// routeNamed is the family a route's metrics are counted under.
+func routeNamed(name string) (route, bool) {
+	i := slices.Index(routeNames[:], name)
+	return route(i), i >= 0
 }
 
 // batchBounds are the upper bounds of the commit group sizes' buckets.
 var batchBounds = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
-// histogram counts observations into fixed buckets.
-type histogram struct {
-	bounds []float64
-	counts []atomic.Uint64 // per bucket, not cumulative; the last is +Inf
-	sum    atomic.Uint64   // in the unit's smallest step: ns for durations
-	scale  float64         // sum × scale is the sum in the metric's unit
-}
-
-func newHistogram(bounds []float64, scale float64) *histogram {
-	return &histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds)+1), scale: scale}
-}
-
-func newLatencyHistogram() *histogram {
-	b := make([]float64, len(latencyBounds))
-	for i, d := range latencyBounds {
-		b[i] = d.Seconds()
-	}
-	return newHistogram(b, 1e-9)
-}
-
-func (h *histogram) observe(v float64, raw uint64) {
-	i, _ := slices.BinarySearch(h.bounds, v) // first bound ≥ v: le is inclusive
-	h.counts[i].Add(1)
-	h.sum.Add(raw)
-}
-
-func (h *histogram) observeDuration(d time.Duration) {
-	h.observe(d.Seconds(), uint64(max(d, 0)))
-}
-
-func (h *histogram) write(b *bytes.Buffer, name, labels string) {
-	var cum uint64
-	sep := ""
-	if labels != "" {
-		sep = ","
-	}
-	for i, bound := range h.bounds {
-		cum += h.counts[i].Load()
-		fmt.Fprintf(b, "%s_bucket{%s%sle=\"%s\"} %d\n", name, labels, sep, strconv.FormatFloat(bound, 'g', -1, 64), cum)
-	}
-	cum += h.counts[len(h.bounds)].Load()
-	fmt.Fprintf(b, "%s_bucket{%s%sle=\"+Inf\"} %d\n", name, labels, sep, cum)
-	fmt.Fprintf(b, "%s_sum%s %s\n", name, braces(labels), strconv.FormatFloat(float64(h.sum.Load())*h.scale, 'g', -1, 64))
-	fmt.Fprintf(b, "%s_count%s %d\n", name, braces(labels), cum)
-}
-
-func braces(labels string) string {
-	if labels == "" {
-		return ""
-	}
-	return "{" + labels + "}"
-}
-
-// counterMap is a family of counters keyed by a label value that is not
-// known in advance (a status, a refusal code).
-type counterMap[K cmp.Ordered] struct{ m sync.Map }
-
-func (c *counterMap[K]) add(k K) {
-	v, ok := c.m.Load(k)
-	if !ok {
-		v, _ = c.m.LoadOrStore(k, new(atomic.Uint64))
-	}
-	v.(*atomic.Uint64).Add(1)
-}
-
-func (c *counterMap[K]) get(k K) uint64 {
-	if v, ok := c.m.Load(k); ok {
-		return v.(*atomic.Uint64).Load()
-	}
-	return 0
-}
-
-// sorted returns the keys and counts in ascending order of key.
-func (c *counterMap[K]) sorted() ([]K, []uint64) {
-	var ks []K
-	c.m.Range(func(k, _ any) bool { ks = append(ks, k.(K)); return true })
-	slices.Sort(ks)
-	vs := make([]uint64, len(ks))
-	for i, k := range ks {
-		vs[i] = c.get(k)
-	}
-	return ks, vs
-}
-
 // metrics are the server's own counters; the rooms' are on their hubs.
 type metrics struct {
-	requests [routeCount]counterMap[int] // by status
-	latency  [routeCount]*histogram
+	requests [routeCount]web.Counters[int] // by status
+	latency  [routeCount]*web.Histogram
 
-	commitBatch    *histogram
-	commitLatency  *histogram
+	commitBatch    *web.Histogram
+	commitLatency  *web.Histogram
 	commitFailures atomic.Uint64
 	feedFailures   atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
 }
 
 func newMetrics() *metrics {
 	m := &metrics{
-		commitBatch:   newHistogram(batchBounds, 1),
-		commitLatency: newLatencyHistogram(),
+		commitBatch:   web.NewHistogram(batchBounds, 1),
+		commitLatency: web.NewLatencyHistogram(),
 	}
 	for i := range m.latency {
-		m.latency[i] = newLatencyHistogram()
+		m.latency[i] = web.NewLatencyHistogram()
 	}
 	return m
 }
-
-// statusWriter remembers the status a handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status  int
-	refusal *api.Error // what writeError wrote, for the log
-}
-
-func (w *statusWriter) WriteHeader(s int) {
-	if w.status == 0 {
-		w.status = s
-	}
-	w.ResponseWriter.WriteHeader(s)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// statusWriters are reused: one per request would be the only allocation
-// the counting adds.
-var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
 
 // count runs h and counts its request by route and status, and its
 // latency; a refused request is logged, one line each.
 func (s *Server) count(rt route, w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
 	start := time.Now()
-	sw := statusWriters.Get().(*statusWriter)
-	sw.ResponseWriter, sw.status, sw.refusal = w, 0, nil
+	sw := web.NewWriter(w)
 	h(sw, r)
-	status, refusal := sw.status, sw.refusal
-	if status == 0 {
-		status = http.StatusOK
-	}
-	sw.ResponseWriter, sw.refusal = nil, nil
-	statusWriters.Put(sw)
-	s.metrics.requests[rt].add(status)
-	s.metrics.latency[rt].observeDuration(time.Since(start))
+	status, refusal := sw.Result()
+	sw.Release()
+	s.metrics.requests[rt].Add(status)
+	s.metrics.latency[rt].ObserveDuration(time.Since(start))
 	if refusal != nil {
 		level := slog.LevelInfo // the client's doing
 		switch {
 		case refusal.Code == api.StoreUnavailable:
-			level = slog.LevelDebug // logged once per outage (storeFailed)
+			level = slog.LevelDebug // logged once per outage (web.StoreFailures)
 		case status >= 500:
 			level = slog.LevelWarn // the server's
 		}
@@ -234,7 +112,7 @@ func (s *Server) count(rt route, w http.ResponseWriter, r *http.Request, h func(
 
 // serveMetrics writes every metric (GET /metrics).
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
 	var b bytes.Buffer
@@ -242,19 +120,19 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 
 	b.WriteString("# HELP waisteer_http_requests_total HTTP requests by route and status.\n# TYPE waisteer_http_requests_total counter\n")
 	for rt := range routeCount {
-		ks, vs := m.requests[rt].sorted()
+		ks, vs := m.requests[rt].Sorted()
 		for i, k := range ks {
 			fmt.Fprintf(&b, "waisteer_http_requests_total{route=%q,code=\"%d\"} %d\n", routeNames[rt], k, vs[i])
 		}
 	}
 	b.WriteString("# HELP waisteer_http_request_duration_seconds Time to answer a request, by route.\n# TYPE waisteer_http_request_duration_seconds histogram\n")
 	for rt := range routeCount {
-		m.latency[rt].write(&b, "waisteer_http_request_duration_seconds", fmt.Sprintf("route=%q", routeNames[rt]))
+		m.latency[rt].Write(&b, "waisteer_http_request_duration_seconds", fmt.Sprintf("route=%q", routeNames[rt]))
 	}
 	b.WriteString("# HELP waisteer_commit_group_size Decisions per durable group commit.\n# TYPE waisteer_commit_group_size histogram\n")
-	m.commitBatch.write(&b, "waisteer_commit_group_size", "")
+	m.commitBatch.Write(&b, "waisteer_commit_group_size", "")
 	b.WriteString("# HELP waisteer_commit_duration_seconds Time of one durable group commit.\n# TYPE waisteer_commit_duration_seconds histogram\n")
-	m.commitLatency.write(&b, "waisteer_commit_duration_seconds", "")
+	m.commitLatency.Write(&b, "waisteer_commit_duration_seconds", "")
 	b.WriteString("# HELP waisteer_commit_failures_total Group commits the store refused.\n# TYPE waisteer_commit_failures_total counter\n")
 	fmt.Fprintf(&b, "waisteer_commit_failures_total %d\n", m.commitFailures.Load())
 	b.WriteString("# HELP waisteer_feed_failures_total Times following the other servers' writes on a shared store failed and was retried.\n# TYPE waisteer_feed_failures_total counter\n")
@@ -321,7 +199,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	b.WriteString("# HELP waisteer_records_refused_total Per-hop records refused, by room and refusal code.\n# TYPE waisteer_records_refused_total counter\n")
 	for _, h := range hubs {
-		ks, vs := h.refused.sorted()
+		ks, vs := h.refused.Sorted()
 		for i, k := range ks {
 			fmt.Fprintf(&b, "waisteer_records_refused_total{room=\"%s\",code=%q} %d\n", h.id, k, vs[i])
 		}

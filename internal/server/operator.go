@@ -12,6 +12,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
 )
@@ -23,20 +24,20 @@ func (s *Server) operator(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Waisteer-Server", s.name) // which of several servers on one store answered
 	if len(s.token) == 0 {
-		writeError(w, api.Errorf(api.OperatorDisabled, "the server has no operator token: operator routes are disabled"))
+		web.Refuse(w, api.Errorf(api.OperatorDisabled, "the server has no operator token: operator routes are disabled"))
 		return false
 	}
 	auth := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waisteer operator"`)
-		writeError(w, api.Errorf(api.TokenMissing, "operator routes need Authorization: Bearer TOKEN"))
+		web.Refuse(w, api.Errorf(api.TokenMissing, "operator routes need Authorization: Bearer TOKEN"))
 		return false
 	}
 	got, want := sha256.Sum256([]byte(tok)), sha256.Sum256(s.token)
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waisteer operator", error="invalid_token"`)
-		writeError(w, api.Errorf(api.TokenInvalid, "the bearer token is not the operator's"))
+		web.Refuse(w, api.Errorf(api.TokenInvalid, "the bearer token is not the operator's"))
 		return false
 	}
 	return true
@@ -46,7 +47,7 @@ func (s *Server) operator(w http.ResponseWriter, r *http.Request) bool {
 // body: the method, no query, the token, the room, a binary body within
 // limit.
 func (s *Server) operatorBody(w http.ResponseWriter, r *http.Request, limit int64) (*hub, []byte, bool) {
-	if !noQuery(w, r) || !s.operator(w, r) {
+	if !web.NoQuery(w, r) || !s.operator(w, r) {
 		return nil, nil, false
 	}
 	h, aerr := s.hubOf(r)
@@ -61,7 +62,7 @@ func (s *Server) operatorBody(w http.ResponseWriter, r *http.Request, limit int6
 		aerr = api.Errorf(api.EmptyBody, "the body is empty")
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return nil, nil, false
 	}
 	return h, body, true
@@ -105,7 +106,7 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := policy.Parse(body)
 	if err != nil {
-		writeError(w, api.From(err))
+		web.Refuse(w, api.From(err))
 		return
 	}
 	h.opMu.Lock()
@@ -117,7 +118,7 @@ func (s *Server) servePolicyPut(w http.ResponseWriter, r *http.Request) {
 	prevBase := h.base
 	_, st, aerr := s.install(r.Context(), h, p, true)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	s.log.Info("policy replaced", "room", h.id.String(), "policy", p.Digest().String(), "previous", prevBase.Digest().String(), "steering_by", st.digest.String())
@@ -149,7 +150,7 @@ func (s *Server) serveKeyLogPut(w http.ResponseWriter, r *http.Request) {
 	}
 	st, aerr := s.installHead(r.Context(), h, body, true)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	seq, _ := st.keyLogSeq()
@@ -194,99 +195,24 @@ func (s *Server) installHead(ctx context.Context, h *hub, body []byte, persist b
 		}
 	}
 	if err := h.replace(ctx, st, put); err != nil {
-		return nil, s.storeFailed("installing the key log head", err)
+		return nil, s.fails.Failed("installing the key log head", err)
 	}
 	return st, nil
 }
 
-// Status is a room's status (GET /v1/rooms/{room}/status, operator).
-type Status struct {
-	Server    string       `json:"server"` // which server answered (Config.Name)
-	Room      string       `json:"room"`
-	Name      string       `json:"name"`
-	KeyLogSeq *uint64      `json:"key_log_seq"` // null for a room with no origin
-	Policy    PolicyStatus `json:"policy"`
-	// OperatorPolicy is the operator's policy: Policy's digest, or while
-	// a pathway is down, the policy the health policy was made from.
-	OperatorPolicy string `json:"operator_policy"`
-	// RestoringLoads is true while the live sessions a restart forgot are
-	// being counted again from the room's log: the loads count fewer.
-	RestoringLoads bool            `json:"restoring_loads"`
-	T              uint64          `json:"t"`      // the room clock when the status was taken, µs
-	Window         [2]uint64       `json:"window"` // [a, b) at t (§5.1)
-	Order          []string        `json:"order"`  // the pathways in the order of §6.2
-	Pathways       []PathwayStatus `json:"pathways"`
-	Decisions      DecisionsStatus `json:"decisions"`
-	Records        RecordsStatus   `json:"records"`
-	QoE            *QoEView        `json:"qoe,omitempty"` // a room that steers by QoE
-	// ReportsIgnored counts the steering requests whose report carried a
-	// value that does not count, by reason (issue 26 item 3).
-	ReportsIgnored map[string]uint64 `json:"reports_ignored"`
-
-	// Limited counts the requests over budget, while the server has
-	// budgets (steerlimit.go).
-	Limited *LimitedView `json:"limited,omitempty"`
-}
-
-// PolicyStatus names the active policy.
-type PolicyStatus struct {
-	Digest      string `json:"digest"`
-	Signer      string `json:"signer"`
-	ServerURI   string `json:"server_uri"`
-	ReloadURI   string `json:"reload_uri"`
-	DecisionURI string `json:"decision_uri"`
-}
-
-// PathwayStatus is one pathway's evidence (§5), rank (§6.2), limits
-// (§6.1, as for a client not on it) and load (§6), and how often decisions
-// under the active policy put it first.
-type PathwayStatus struct {
-	ID       string          `json:"id"`
-	Status   string          `json:"status"`
-	Class    int             `json:"class"`
-	Joules   string          `json:"joules"`
-	Delivery string          `json:"delivery"`
-	Rank     int             `json:"rank"`
-	Records  int             `json:"records"` // how many records its evidence names
-	Limits   map[string]bool `json:"limits"`
-	Load     *uint32         `json:"load"` // null when the table of loads cannot say
-	First    uint64          `json:"first"`
-	Health   *HealthView     `json:"health,omitempty"` // for a pathway with a check URL
-}
-
-// DecisionsStatus counts the decisions made under the active policy.
-type DecisionsStatus struct {
-	Total    uint64            `json:"total"`
-	ByReason map[string]uint64 `json:"by_reason"`
-}
-
-// RecordsStatus counts the records posted since the server started.
-type RecordsStatus struct {
-	Accepted  uint64 `json:"accepted"`
-	Duplicate uint64 `json:"duplicate"`
-	// OffPolicy counts the accepted records whose hop is in no pathway of
-	// the active policy (api.HopNotInPolicy).
-	OffPolicy uint64 `json:"off_policy"`
-	// FromPeers counts the records other servers on the same shared store
-	// accepted since this one started, which its evidence holds too.
-	FromPeers uint64            `json:"from_peers"`
-	Refused   map[string]uint64 `json:"refused"`
-	InIndex   int               `json:"in_index"`
-}
-
 // serveStatus answers a room's status as JSON.
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) || !s.operator(w, r) {
+	if !web.NoQuery(w, r) || !s.operator(w, r) {
 		return
 	}
 	h, aerr := s.hubOf(r)
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	out, aerr := s.roomStatus(r.Context(), h, s.clock())
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, out)
@@ -354,7 +280,7 @@ func (s *Server) roomStatus(ctx context.Context, h *hub, loadsAt uint64) (Status
 		}
 		out.Pathways = append(out.Pathways, ps)
 	}
-	ks, vs := h.refused.sorted()
+	ks, vs := h.refused.Sorted()
 	for i, k := range ks {
 		out.Records.Refused[k] = vs[i]
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/report/qoe"
 )
@@ -57,11 +58,11 @@ type poolHub struct {
 
 	checker *health.Checker // nil while no edge has a check_url
 	started bool            // whether checker runs (Server.routesMu)
-	checks  counterMap[string]
-	latency sync.Map // pathway → *histogram of its checks' durations
+	checks  web.Counters[string]
+	latency sync.Map // pathway → *web.Histogram of its checks' durations
 
 	mu      sync.Mutex // guards changes
-	changes []edgeChange
+	changes []EdgeChange
 
 	// qoe is the pool's steering by what players report, nil for none
 	// (or for the per-client rule alone); replaced by a reload that
@@ -72,7 +73,7 @@ type poolHub struct {
 	// count, by reason (issue 26 item 3).
 	unread unreadCounts
 
-	limited counterMap[string] // requests over budget (steerlimit.go)
+	limited web.Counters[string] // requests over budget (steerlimit.go)
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -84,15 +85,6 @@ type poolRoute struct {
 	// qoe is the pool's QoE settings, nil for none: lowest for the
 	// per-client rule, hold for how long it keeps a client away.
 	qoe *pool.QoE
-}
-
-// edgeChange is an edge going down or coming back, drained or reweighted,
-// as the operator's view lists it.
-type edgeChange struct {
-	At      time.Time `json:"at"`
-	Pathway string    `json:"pathway"`
-	What    string    `json:"what"` // "down", "up", "drained", "undrained", "weight", "added", "removed"
-	Detail  string    `json:"detail,omitempty"`
 }
 
 // maxChanges is how many of its latest changes a pool keeps for the view.
@@ -224,12 +216,12 @@ func (ph *poolHub) healthChanged(c health.Change) {
 
 // checked counts a check for the metrics.
 func (ph *poolHub) checked(name string, o health.Outcome, d time.Duration) {
-	ph.checks.add(name + "\x00" + string(o))
+	ph.checks.Add(name + "\x00" + string(o))
 	v, ok := ph.latency.Load(name)
 	if !ok {
-		v, _ = ph.latency.LoadOrStore(name, newLatencyHistogram())
+		v, _ = ph.latency.LoadOrStore(name, web.NewLatencyHistogram())
 	}
-	v.(*histogram).observeDuration(d)
+	v.(*web.Histogram).ObserveDuration(d)
 }
 
 // note records a change for the operator's view; the checker and the
@@ -237,7 +229,7 @@ func (ph *poolHub) checked(name string, o health.Outcome, d time.Duration) {
 func (ph *poolHub) note(pathway, what, detail string) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	ph.changes = append(ph.changes, edgeChange{At: time.Now().UTC(), Pathway: pathway, What: what, Detail: detail})
+	ph.changes = append(ph.changes, EdgeChange{At: time.Now().UTC(), Pathway: pathway, What: what, Detail: detail})
 	if n := len(ph.changes); n > maxChanges {
 		ph.changes = append(ph.changes[:0], ph.changes[n-maxChanges:]...)
 	}
@@ -274,7 +266,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	}
 	rt := ph.route.Load()
 	if !ph.p.Enabled() {
-		writeError(w, api.Errorf(api.NotFound, "steering is off: %s has no edges", ph.label()))
+		web.Refuse(w, api.Errorf(api.NotFound, "steering is off: %s has no edges", ph.label()))
 		return
 	}
 	// The players' parameters and CMCD are read as a room reads them

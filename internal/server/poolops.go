@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/web"
 )
 
 // The operator's routes of a pool, beside its steering path P (the station
@@ -72,57 +72,10 @@ func (t *routeTable) poolEdges(path string) (*poolHub, string, bool) {
 	return nil, "", false
 }
 
-// PoolView is the operator's view of a pool (GET P/edges).
-type PoolView struct {
-	Server  string       `json:"server"` // which server answered (Config.Name)
-	Pool    string       `json:"pool"`   // "" for [steering]
-	Path    string       `json:"path"`
-	Enabled bool         `json:"enabled"`
-	TTLs    int          `json:"ttl_s"`
-	Assign  string       `json:"assign"`
-	Edges   []EdgeView   `json:"edges"`
-	Changes []edgeChange `json:"changes"`       // the latest, oldest first
-	QoE     *QoEView     `json:"qoe,omitempty"` // with [steering.qoe]
-	// ReportsIgnored counts the steering requests whose report carried a
-	// value that does not count, by reason (issue 26 item 3).
-	ReportsIgnored map[string]uint64 `json:"reports_ignored"`
-
-	// Limited counts the requests over budget, while the server has
-	// budgets (steerlimit.go).
-	Limited *LimitedView `json:"limited,omitempty"`
-}
-
-// EdgeView is one edge, as the station seed lists it, with what the
-// operator changed.
-type EdgeView struct {
-	Pathway  string     `json:"pathway"`
-	Host     string     `json:"host"`
-	Weight   uint32     `json:"weight"`
-	Checked  bool       `json:"checked"`
-	Drained  bool       `json:"drained"`
-	Health   HealthView `json:"health"`
-	First    uint64     `json:"first"`    // manifests since start that put it first
-	Sessions uint32     `json:"sessions"` // live sessions it is first for
-	// Headroom is the load it must carry should another edge fail:
-	// sessions × (1 + 1/(N − 1)), N the edges up, not drained, of weight
-	// above 0 (the OTT seed's capacity rule).
-	Headroom float64 `json:"headroom"`
-}
-
-// HealthView is an edge's health (the station seed's fields).
-type HealthView struct {
-	Up        bool       `json:"up"`
-	Failures  int        `json:"failures"`
-	LastCheck *time.Time `json:"last_check"`
-	LastError string     `json:"last_error"`
-	LastMs    float64    `json:"last_ms"`
-	Since     *time.Time `json:"since"`
-}
-
 func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *poolHub, rest string) {
 	if rest == "" {
 		s.count(routePoolEdges, w, r, func(w http.ResponseWriter, r *http.Request) {
-			if allow(w, r, http.MethodGet, http.MethodHead) && noQuery(w, r) && s.operator(w, r) {
+			if web.Allow(w, r, http.MethodGet, http.MethodHead) && web.NoQuery(w, r) && s.operator(w, r) {
 				api.WriteJSON(w, http.StatusOK, s.poolView(r.Context(), ph))
 			}
 		})
@@ -132,11 +85,11 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 		pathway, what, ok := strings.Cut(rest, "/")
 		switch {
 		case !ok || pathway == "" || what != "drain" && what != "weight":
-			writeError(w, api.Errorf(api.NotFound, "no route at %q: an edge's routes are %s/edges/PATHWAY/drain and /weight", r.URL.Path, ph.route.Load().path))
+			web.Refuse(w, api.Errorf(api.NotFound, "no route at %q: an edge's routes are %s/edges/PATHWAY/drain and /weight", r.URL.Path, ph.route.Load().path))
 			return
-		case what == "drain" && !allow(w, r, http.MethodPost, http.MethodDelete),
-			what == "weight" && !allow(w, r, http.MethodPut),
-			!noQuery(w, r), !s.operator(w, r):
+		case what == "drain" && !web.Allow(w, r, http.MethodPost, http.MethodDelete),
+			what == "weight" && !web.Allow(w, r, http.MethodPut),
+			!web.NoQuery(w, r), !s.operator(w, r):
 			return
 		}
 		var err error
@@ -152,7 +105,7 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 			var body []byte
 			var aerr *api.Error
 			if body, aerr = readBody(w, r, 4<<10); aerr != nil {
-				writeError(w, aerr)
+				web.Refuse(w, aerr)
 				return
 			}
 			var v struct {
@@ -161,7 +114,7 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 			d := json.NewDecoder(bytes.NewReader(body))
 			d.DisallowUnknownFields()
 			if derr := d.Decode(&v); derr != nil || v.Weight == nil {
-				writeError(w, api.Errorf(api.BadBody, `the body is not {"weight": N} with N a whole number from 0: %v`, derr))
+				web.Refuse(w, api.Errorf(api.BadBody, `the body is not {"weight": N} with N a whole number from 0: %v`, derr))
 				return
 			}
 			old := weightOf(ph.p, pathway)
@@ -171,7 +124,7 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 			}
 		}
 		if err != nil {
-			writeError(w, api.Errorf(api.NotFound, "%s: %v", ph.label(), err))
+			web.Refuse(w, api.Errorf(api.NotFound, "%s: %v", ph.label(), err))
 			return
 		}
 		api.WriteJSON(w, http.StatusOK, s.poolView(r.Context(), ph))
@@ -227,7 +180,7 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 	v.Changes = slices.Clone(ph.changes)
 	ph.mu.Unlock()
 	if v.Changes == nil {
-		v.Changes = []edgeChange{}
+		v.Changes = []EdgeChange{}
 	}
 	if c.QoE != nil {
 		if w := ph.qoe.Load(); w != nil {
@@ -402,7 +355,7 @@ func (s *Server) writePoolMetrics(ctx context.Context, b *bytes.Buffer) {
 
 	b.WriteString("# HELP waisteer_pool_checks_total Health checks of a pool's edges, by outcome.\n# TYPE waisteer_pool_checks_total counter\n")
 	for _, r := range rows {
-		ks, vs := r.ph.checks.sorted()
+		ks, vs := r.ph.checks.Sorted()
 		for i, k := range ks {
 			pathway, outcome, _ := strings.Cut(k, "\x00")
 			fmt.Fprintf(b, "waisteer_pool_checks_total{pool=%q,pathway=%q,outcome=%q} %d\n", r.ph.name, pathway, outcome, vs[i])
@@ -412,7 +365,7 @@ func (s *Server) writePoolMetrics(ctx context.Context, b *bytes.Buffer) {
 	for _, r := range rows {
 		for _, e := range r.edges {
 			if v, ok := r.ph.latency.Load(e.Pathway); ok {
-				v.(*histogram).write(b, "waisteer_pool_check_duration_seconds", fmt.Sprintf("pool=%q,pathway=%q", r.ph.name, e.Pathway))
+				v.(*web.Histogram).Write(b, "waisteer_pool_check_duration_seconds", fmt.Sprintf("pool=%q,pathway=%q", r.ph.name, e.Pathway))
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/report/qoe"
 )
@@ -25,7 +26,7 @@ type qoeWatch struct {
 	apply func(behind map[string]qoe.Moved)
 	label string
 	limit *reportLimits
-	moves counterMap[string] // by pathway, cohort and "behind" or "back", NUL-separated
+	moves web.Counters[string] // by pathway, cohort and "behind" or "back", NUL-separated
 }
 
 func newQoEWatch(agg *qoe.Aggregator, label string, apply func(map[string]qoe.Moved)) *qoeWatch {
@@ -47,7 +48,7 @@ func (s *Server) evaluate(w *qoeWatch, now time.Time) []qoe.Move {
 		case m.Degraded:
 			verb, to = "QoE: a pathway moved behind the others", "behind"
 		}
-		w.moves.add(m.Key.Pathway + "\x00" + m.Key.Cohort + "\x00" + to)
+		w.moves.Add(m.Key.Pathway + "\x00" + m.Key.Cohort + "\x00" + to)
 		s.log.Warn(verb, "steerer", w.label, "cohort", m.Key.Cohort, "pathway", m.Key.Pathway,
 			"median_bps", m.Median, "best_bps", m.Best, "sessions", m.Sessions, "reason", m.Reason)
 	}
@@ -173,60 +174,6 @@ func cmcdSession(sid string) report.Session {
 	return s
 }
 
-// QoEView is the operator's view of a steerer's QoE: its settings, per
-// pathway and cohort the sessions, quantiles and state, the latest moves,
-// and the reports not aggregated by reason.
-type QoEView struct {
-	Settings QoESettings       `json:"settings"`
-	Cells    []QoECell         `json:"cells"`
-	Moves    []QoEMove         `json:"moves"` // the latest, oldest first
-	Ignored  map[string]uint64 `json:"ignored"`
-	// KeptAway is a pool's clients the per-client rule keeps off a
-	// pathway now.
-	KeptAway *int `json:"kept_away,omitempty"`
-}
-
-// QoESettings are the rule's settings, in the configuration's units.
-type QoESettings struct {
-	WindowS     float64 `json:"window_s"`
-	MinSessions int     `json:"min_sessions"`
-	FloorBps    uint64  `json:"floor_bps"`
-	Fraction    float64 `json:"fraction"`
-	Margin      float64 `json:"margin"`
-	HoldS       float64 `json:"hold_s"`
-	ProbeShare  float64 `json:"probe_share"`
-}
-
-// QoECell is one pathway in one cohort.
-type QoECell struct {
-	Pathway  string `json:"pathway"`
-	Cohort   string `json:"cohort"`
-	Sessions int    `json:"sessions"`
-	// Throughput (bits/s) and buffer (ms) quantiles: p10, p50, p90, over
-	// the sessions that reported each.
-	WithThroughput int        `json:"with_throughput"`
-	Throughput     [3]uint64  `json:"throughput_bps"`
-	WithBuffer     int        `json:"with_buffer"`
-	Buffer         [3]uint64  `json:"buffer_ms"`
-	State          string     `json:"state"` // "ok", "degraded", or "probing" (degraded but for the probe share)
-	LastMove       *time.Time `json:"last_move"`
-	// Clients are the addresses (IPv6: /64s) Sessions came from; each
-	// counts at most qoe.PerClient sessions (issue 26 item 2).
-	Clients int `json:"clients"`
-}
-
-// QoEMove is one move.
-type QoEMove struct {
-	At       time.Time `json:"at"`
-	Pathway  string    `json:"pathway"`
-	Cohort   string    `json:"cohort"`
-	To       string    `json:"to"` // "behind", "probe" or "back"
-	Median   uint64    `json:"median_bps"`
-	Best     uint64    `json:"best_bps"`
-	Sessions int       `json:"sessions"`
-	Reason   string    `json:"reason"`
-}
-
 func (w *qoeWatch) view() *QoEView {
 	c := w.agg.Config()
 	v := &QoEView{
@@ -309,7 +256,7 @@ func (s *Server) writeQoEMetrics(b *bytes.Buffer) {
 	})
 	b.WriteString("# HELP waisteer_qoe_moves_total Moves of a pathway for a cohort: behind the others, back for a probe share, or back.\n# TYPE waisteer_qoe_moves_total counter\n")
 	for _, r := range rows {
-		ks, vs := r.w.moves.sorted()
+		ks, vs := r.w.moves.Sorted()
 		for i, k := range ks {
 			f := strings.SplitN(k, "\x00", 3)
 			fmt.Fprintf(b, "waisteer_qoe_moves_total{steerer=%q,pathway=%q,cohort=%q,to=%q} %d\n", r.label, f[0], f[1], f[2], vs[i])

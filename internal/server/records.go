@@ -9,6 +9,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -22,7 +23,7 @@ import (
 // Each is answered in order: 200 when every record was accepted (or held
 // already), 422 otherwise.
 func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
 	h, aerr := s.hubOf(r)
@@ -37,7 +38,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 		aerr = api.Errorf(api.EmptyBody, "the body holds no record")
 	}
 	if aerr != nil {
-		writeError(w, aerr)
+		web.Refuse(w, aerr)
 		return
 	}
 	st := h.state.Load()
@@ -90,7 +91,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 			// hop sends the body again, and what was stored is then a
 			// duplicate.
 			w.Header().Set("Retry-After", "1")
-			writeError(w, s.storeFailed("the records could not be stored", err))
+			web.Refuse(w, s.fails.Failed("the records could not be stored", err))
 			return
 		}
 		for k, sr := range toStore {
@@ -119,7 +120,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 // refuseRecord counts and logs a refused record and returns its answer.
 func (s *Server) refuseRecord(h *hub, i int, err error) api.RecordResult {
 	e := api.From(err)
-	h.refused.add(string(e.Code))
+	h.refused.Add(string(e.Code))
 	s.log.Info("record refused", "room", h.id.String(), "index", i, "code", string(e.Code), "detail", e.Detail)
 	return api.RecordResult{Index: i, Refused: e.Code, Detail: e.Detail}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/report/qoe"
 )
@@ -164,14 +165,6 @@ func (l *reportLimits) sweep(now time.Time) {
 	}
 }
 
-// ReportsAnswer is the answer to an event report: what was taken and why
-// the rest was not.
-type ReportsAnswer struct {
-	Accepted int            `json:"accepted"`
-	Ignored  map[string]int `json:"ignored,omitempty"` // lines not aggregated, by reason
-	Lines    []string       `json:"lines,omitempty"`   // the first lines that did not read, with why
-}
-
 // maxLineReasons is how many lines that do not read an answer names.
 const maxLineReasons = 16
 
@@ -184,7 +177,7 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 	wt, ids, cohort := st.reportsTo(r)
 	if wt == nil {
 		w.Header().Set("Allow", "GET, OPTIONS")
-		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4); %s does not steer by what players report, and takes no reports", st.label()))
+		web.Refuse(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4); %s does not steer by what players report, and takes no reports", st.label()))
 		return
 	}
 	now := time.UnixMicro(int64(s.clock()))
@@ -193,17 +186,17 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 	if rates == nil {
 		wt.agg.Ignore("flood_address")
 		w.Header().Set("Retry-After", "1")
-		writeError(w, api.Errorf(api.ReportFlood, "over the %d reports a second an address may post", reportRate))
+		web.Refuse(w, api.Errorf(api.ReportFlood, "over the %d reports a second an address may post", reportRate))
 		return
 	}
 	if !report.IsCMCDMediaType(r.Header.Get("Content-Type")) {
 		wt.agg.Ignore("not_cmcd")
-		writeError(w, api.Errorf(api.MediaType, "a report is application/cmcd (CMCD v2 event mode), not %q", r.Header.Get("Content-Type")))
+		web.Refuse(w, api.Errorf(api.MediaType, "a report is application/cmcd (CMCD v2 event mode), not %q", r.Header.Get("Content-Type")))
 		return
 	}
 	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
 		wt.agg.Ignore("encoded")
-		writeError(w, api.Errorf(api.MediaType, "a report is read as sent, not in Content-Encoding %q", enc))
+		web.Refuse(w, api.Errorf(api.MediaType, "a report is read as sent, not in Content-Encoding %q", enc))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxReportBody))
@@ -211,11 +204,11 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 	switch {
 	case errors.As(err, &tooLarge):
 		wt.agg.Ignore("body_too_large")
-		writeError(w, api.Errorf(api.BodyTooLarge, "a report is at most %d bytes", maxReportBody))
+		web.Refuse(w, api.Errorf(api.BodyTooLarge, "a report is at most %d bytes", maxReportBody))
 		return
 	case err != nil:
 		wt.agg.Ignore("body_unreadable")
-		writeError(w, api.Errorf(api.BadBody, "reading the report: %v", err))
+		web.Refuse(w, api.Errorf(api.BadBody, "reading the report: %v", err))
 		return
 	}
 	evs, bad := report.ReadCMCDEvents(body)
@@ -257,9 +250,9 @@ func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer
 	}
 	if ans.Accepted == 0 && len(evs) == 0 {
 		if len(bad) == 0 {
-			writeError(w, api.Errorf(api.EmptyBody, "the report has no line"))
+			web.Refuse(w, api.Errorf(api.EmptyBody, "the report has no line"))
 		} else {
-			writeError(w, api.Errorf(api.BadReport, "no line of the report reads: %s", bad[0].Error()))
+			web.Refuse(w, api.Errorf(api.BadReport, "no line of the report reads: %s", bad[0].Error()))
 		}
 		return
 	}

@@ -221,7 +221,7 @@ func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persi
 	}
 	if err := h.replace(ctx, st, put); err != nil {
 		h.retired = prev
-		return cur, nil, s.storeFailed("installing the policy", err)
+		return cur, nil, s.fails.Failed("installing the policy", err)
 	}
 	h.base = base
 	s.policies.Store(base.Digest(), base)

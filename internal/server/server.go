@@ -23,6 +23,7 @@ import (
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
@@ -129,7 +130,7 @@ type Server struct {
 
 	dash dashHistory // the dashboard's samples
 
-	storeLogged atomic.Int64 // when storeFailed last logged at warn level, Unix ns
+	fails *web.StoreFailures // the store's failures, told to clients and logged
 
 	closing atomic.Bool
 	bgCtx   context.Context // the background work's, ended by Close
@@ -167,6 +168,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.fails = web.NewStoreFailures(st, s.log)
 	if s.name = cfg.Name; s.name == "" {
 		host, _ := os.Hostname()
 		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
@@ -531,7 +533,7 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, a
 		s.count(routeReports, w, r, func(w http.ResponseWriter, r *http.Request) {
 			if aerr != nil {
 				steerHeaders(w)
-				writeError(w, aerr)
+				web.Refuse(w, aerr)
 				return
 			}
 			s.serveReports(w, r, h)
@@ -541,7 +543,7 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, a
 	s.count(routeSteer, w, r, func(w http.ResponseWriter, r *http.Request) {
 		if aerr != nil {
 			steerHeaders(w)
-			writeError(w, aerr)
+			web.Refuse(w, aerr)
 			return
 		}
 		h.serveSteer(w, r)
@@ -556,49 +558,69 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, a
 // mux would otherwise answer it with a redirect to another path; and every
 // body is bounded by the largest any route reads (limitBody).
 func (s *Server) newMux() http.Handler {
+	get, put, post := http.MethodGet, http.MethodPut, http.MethodPost
+	routes := []web.Route{
+		{Method: get, Pattern: "/v1/policies/{digest}", Family: "policy", Serve: s.servePolicy},
+		{Method: get, Pattern: "/v1/records/{digest}", Family: "record", Serve: s.serveRecord},
+		{Method: get, Pattern: "/v1/rooms/{room}/descriptor", Family: "descriptor", Serve: s.serveDescriptor},
+		{Method: get, Pattern: "/v1/rooms/{room}/keylog", Family: "keylog", Serve: s.serveKeyLog},
+		{Method: put, Pattern: "/v1/rooms/{room}/keylog", Family: "keylog_put", Serve: s.serveKeyLogPut},
+		{Method: post, Pattern: "/v1/rooms/{room}/records", Family: "records_post", Serve: s.serveRecords},
+		{Method: put, Pattern: "/v1/rooms/{room}/policy", Family: "policy_put", Serve: s.servePolicyPut},
+		{Method: get, Pattern: "/v1/rooms/{room}/status", Family: "status", Serve: s.serveStatus},
+		{Method: get, Pattern: "/v1/rooms/{room}/keylog/{seq}", Family: "log", Serve: s.serveKeyLogAt},
+		{Method: get, Pattern: "/v1/rooms/{room}/log/checkpoint", Family: "log", Serve: s.serveCheckpoint},
+		{Method: get, Pattern: "/v1/rooms/{room}/log/epochs", Family: "log", Serve: s.serveEpochs},
+		{Method: get, Pattern: "/v1/rooms/{room}/log/tile/{path...}", Family: "log", Serve: s.serveTile},
+		{Method: get, Pattern: "/v1/rooms/{room}/log/inclusion/{digest}", Family: "log", Serve: s.serveInclusion},
+		{Method: get, Pattern: "/v1/rooms/{room}/log/consistency", Family: "log", Serve: s.serveConsistency},
+		{Method: get, Pattern: "/v1/front/status", Family: "front_status", Serve: s.serveFrontStatus},
+		{Method: get, Pattern: "/v1/dashboard", Family: "dashboard", Serve: s.serveDashboardState},
+		{Method: post, Pattern: "/v1/dashboard/inspect", Family: "dashboard", Serve: s.serveInspect},
+		{Method: get, Pattern: "/dashboard", Family: "dashboard", Serve: dashboard.Serve},
+		{Method: get, Pattern: "/dashboard/{file}", Family: "dashboard", Serve: dashboard.Serve},
+		{Method: get, Pattern: "/healthz", Family: "healthz", Serve: s.serveHealth},
+		{Method: get, Pattern: "/readyz", Family: "readyz", Serve: s.serveReady},
+		{Method: get, Pattern: "/metrics", Family: "metrics", Serve: s.serveMetrics},
+	}
 	m := http.NewServeMux()
-	type handler struct {
-		method string
-		rt     route
-		h      func(http.ResponseWriter, *http.Request)
+	if err := s.register(m, routes); err != nil {
+		panic(err) // the routes above are the server's own
 	}
-	route := func(path string, hs ...handler) {
-		var allowed []string
-		for _, h := range hs {
-			allowed = append(allowed, h.method)
-			if h.method == http.MethodGet {
-				allowed = append(allowed, http.MethodHead) // a GET pattern takes HEAD too
-			}
-			m.HandleFunc(h.method+" "+path, func(w http.ResponseWriter, r *http.Request) { s.count(h.rt, w, r, h.h) })
-		}
-		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			s.count(hs[0].rt, w, r, func(w http.ResponseWriter, r *http.Request) { allow(w, r, allowed...) })
-		})
-	}
-	get, put := http.MethodGet, http.MethodPut
-	route("/v1/policies/{digest}", handler{get, routePolicy, s.servePolicy})
-	route("/v1/records/{digest}", handler{get, routeRecord, s.serveRecord})
-	route("/v1/rooms/{room}/descriptor", handler{get, routeDescriptor, s.serveDescriptor})
-	route("/v1/rooms/{room}/keylog", handler{get, routeKeyLog, s.serveKeyLog}, handler{put, routeKeyLogPut, s.serveKeyLogPut})
-	route("/v1/rooms/{room}/records", handler{http.MethodPost, routeRecordsPost, s.serveRecords})
-	route("/v1/rooms/{room}/policy", handler{put, routePolicyPut, s.servePolicyPut})
-	route("/v1/rooms/{room}/status", handler{get, routeStatus, s.serveStatus})
-	route("/v1/rooms/{room}/keylog/{seq}", handler{get, routeLog, s.serveKeyLogAt})
-	route("/v1/rooms/{room}/log/checkpoint", handler{get, routeLog, s.serveCheckpoint})
-	route("/v1/rooms/{room}/log/epochs", handler{get, routeLog, s.serveEpochs})
-	route("/v1/rooms/{room}/log/tile/{path...}", handler{get, routeLog, s.serveTile})
-	route("/v1/rooms/{room}/log/inclusion/{digest}", handler{get, routeLog, s.serveInclusion})
-	route("/v1/rooms/{room}/log/consistency", handler{get, routeLog, s.serveConsistency})
-	route("/v1/front/status", handler{get, routeFrontStatus, s.serveFrontStatus})
-	route("/v1/dashboard", handler{get, routeDashboard, s.serveDashboardState})
-	route("/v1/dashboard/inspect", handler{http.MethodPost, routeDashboard, s.serveInspect})
-	route("/dashboard", handler{get, routeDashboard, dashboard.Serve})
-	route("/dashboard/{file}", handler{get, routeDashboard, dashboard.Serve})
-	route("/healthz", handler{get, routeHealth, s.serveHealth})
-	route("/readyz", handler{get, routeReady, s.serveReady})
-	route("/metrics", handler{get, routeMetrics, s.serveMetrics})
 	m.HandleFunc("/", s.servePolicyRoutes)
 	return s.cleanPath(limitBody(m))
+}
+
+// register adds routes to m, each counted under its family: a method
+// pattern each, and for each path a fallback that answers 405 with the
+// methods its routes take (a GET takes HEAD too).
+func (s *Server) register(m *http.ServeMux, routes []web.Route) error {
+	var paths []string
+	allowed := map[string][]string{}
+	first := map[string]route{}
+	for _, rt := range routes {
+		fam, ok := routeNamed(rt.Family)
+		if !ok {
+			return fmt.Errorf("route %s %s: no family %q", rt.Method, rt.Pattern, rt.Family)
+		}
+		if _, seen := allowed[rt.Pattern]; !seen {
+			paths = append(paths, rt.Pattern)
+			first[rt.Pattern] = fam
+		}
+		allowed[rt.Pattern] = append(allowed[rt.Pattern], rt.Method)
+		if rt.Method == http.MethodGet {
+			allowed[rt.Pattern] = append(allowed[rt.Pattern], http.MethodHead)
+		}
+		serve := rt.Serve
+		m.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) { s.count(fam, w, r, serve) })
+	}
+	for _, p := range paths {
+		methods, fam := allowed[p], first[p]
+		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			s.count(fam, w, r, func(w http.ResponseWriter, r *http.Request) { web.Allow(w, r, methods...) })
+		})
+	}
+	return nil
 }
 
 // limitBody bounds every request's body by the largest any route reads
@@ -630,7 +652,7 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 	}
 	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
 		s.count(routeDecision, w, r, func(w http.ResponseWriter, r *http.Request) {
-			if allow(w, r, http.MethodGet, http.MethodHead) && (inQuery || noQuery(w, r)) {
+			if web.Allow(w, r, http.MethodGet, http.MethodHead) && (inQuery || web.NoQuery(w, r)) {
 				s.serveDecision(w, r, digest)
 			}
 		})
@@ -643,7 +665,7 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, api.Errorf(api.NotFound, "no route at %q", path))
+		web.Refuse(w, api.Errorf(api.NotFound, "no route at %q", path))
 	})
 }
 
@@ -656,7 +678,7 @@ func (s *Server) cleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if why := pathDefect(r.URL.EscapedPath()); why != "" && r.Method != http.MethodConnect {
 			s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
-				writeError(w, api.Errorf(api.BadPath, "the path %q %s", r.URL.EscapedPath(), why))
+				web.Refuse(w, api.Errorf(api.BadPath, "the path %q %s", r.URL.EscapedPath(), why))
 			})
 			return
 		}
@@ -703,39 +725,9 @@ func isDotSegment(seg string) bool {
 	return seg == "" && (dots == 1 || dots == 2)
 }
 
-// allow answers 405 unless the request's method is one of methods.
-func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	if slices.Contains(methods, r.Method) {
-		return true
-	}
-	w.Header().Set("Allow", joinMethods(methods))
-	writeError(w, api.Errorf(api.MethodNotAllowed, "%s is not answered here; use %s", r.Method, joinMethods(methods)))
-	return false
-}
-
-func joinMethods(ms []string) string {
-	var b bytes.Buffer
-	for i, m := range ms {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(m)
-	}
-	return b.String()
-}
-
-// noQuery answers 400 when a route that reads no query is given one.
-func noQuery(w http.ResponseWriter, r *http.Request) bool {
-	if r.URL.RawQuery == "" && !r.URL.ForceQuery {
-		return true
-	}
-	writeError(w, api.Errorf(api.QueryNotAllowed, "this route reads no query, and was given %q", r.URL.RawQuery))
-	return false
-}
-
 // hubOf finds the room a {room} path segment names.
 func (s *Server) hubOf(r *http.Request) (*hub, *api.Error) {
-	id, aerr := digestOf(r.PathValue("room"))
+	id, aerr := web.Digest(r.PathValue("room"))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -743,22 +735,6 @@ func (s *Server) hubOf(r *http.Request) (*hub, *api.Error) {
 	if !ok {
 		return nil, api.Errorf(api.UnknownRoom, "the server steers no room %s", id)
 	}
-	return h, nil
-}
-
-// digestOf reads a path segment of 64 lowercase hexadecimal digits, as the
-// server writes digests and room ids (§8.1, §8.4).
-func digestOf(s string) (sig.Hash, *api.Error) {
-	var h sig.Hash
-	if len(s) != 2*len(h) {
-		return h, api.Errorf(api.BadDigest, "%q is not 64 lowercase hexadecimal digits", s)
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return h, api.Errorf(api.BadDigest, "%q is not 64 lowercase hexadecimal digits", s)
-		}
-	}
-	h, _ = sig.ParseHash(s)
 	return h, nil
 }
 
@@ -773,7 +749,7 @@ func (s *Server) sortedHubs() []*hub {
 
 // serveHealth answers whether the process serves at all.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -783,17 +759,17 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 // serveReady answers whether the server can steer: it is not closing, its
 // last group commit was durable, and its store answers (store.Health).
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	if !noQuery(w, r) {
+	if !web.NoQuery(w, r) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	switch {
 	case s.closing.Load():
-		writeError(w, api.Errorf(api.Closing, "the server is closing"))
+		web.Refuse(w, api.Errorf(api.Closing, "the server is closing"))
 	case s.commits.failing.Load():
-		writeError(w, api.Errorf(api.StoreUnavailable, "the store refused the last group of decisions"))
+		web.Refuse(w, api.Errorf(api.StoreUnavailable, "the store refused the last group of decisions"))
 	case !s.storeReachable():
-		writeError(w, api.Errorf(api.StoreUnavailable, storeReason))
+		web.Refuse(w, api.Errorf(api.StoreUnavailable, web.StoreReason))
 	default:
 		api.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "rooms": len(s.hubs)})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
@@ -54,11 +55,11 @@ func steerable(w http.ResponseWriter, r *http.Request) bool {
 	steerHeaders(w)
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET, OPTIONS")
-		writeError(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4), not %s", r.Method))
+		web.Refuse(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4), not %s", r.Method))
 		return false
 	}
 	if len(r.RequestURI) > maxTarget {
-		writeError(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
+		web.Refuse(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
 		return false
 	}
 	return true
@@ -124,7 +125,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	if err := s.commits.commit(r.Context(), &x.job); err != nil {
 		// The committer has answered (or never took) the job.
 		x.release()
-		s.unavailable(w, h, s.storeFailed("the decision could not be stored", err))
+		s.unavailable(w, h, s.fails.Failed("the decision could not be stored", err))
 		return
 	}
 
@@ -163,7 +164,7 @@ func answerManifest(w http.ResponseWriter, ct, length []string, m []byte, mb *[]
 // its TTL unless it was the first request); none stops steering for it.
 func (s *Server) unavailable(w http.ResponseWriter, h *hub, e *api.Error) {
 	w.Header().Set("Retry-After", strconv.FormatUint(uint64(h.state.Load().policy.MinTTLs), 10))
-	writeError(w, e)
+	web.Refuse(w, e)
 }
 
 // steering is one steering request's work: what its decision is made
@@ -263,7 +264,7 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		case x.ruleErr != nil:
 			return api.Errorf(api.Internal, "deciding: %v", x.ruleErr)
 		case err != nil:
-			return s.storeFailed("the table of loads", err)
+			return s.fails.Failed("the table of loads", err)
 		}
 		h.unread.note(unread, rep)
 		if h.qoe != nil {

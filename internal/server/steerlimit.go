@@ -15,6 +15,7 @@ import (
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
 )
@@ -164,14 +165,14 @@ func (s *Server) overBudget(w http.ResponseWriter, h *hub, why string, session r
 	minTTL := uint64(st.policy.MinTTLs) * 1_000_000
 	if hasSession {
 		if e, ok := h.latest.get(session, s.clock(), minTTL); ok && e.st == st {
-			h.limited.add(why + "\x00" + answerReplayed)
+			h.limited.Add(why + "\x00" + answerReplayed)
 			mb := buffers.Get().(*[]byte)
 			m := st.writer.Append((*mb)[:0], e.ttl, session, e.prio[:e.n], e.digest)
 			answerManifest(w, headerManifest, nil, m, mb)
 			return
 		}
 	}
-	h.limited.add(why + "\x00" + answerRefused)
+	h.limited.Add(why + "\x00" + answerRefused)
 	refuseOverBudget(w, st.policy.MinTTLs)
 }
 
@@ -181,11 +182,11 @@ func (s *Server) overBudget(w http.ResponseWriter, h *hub, why string, session r
 // 503.
 func (ph *poolHub) overBudget(w http.ResponseWriter, rt *poolRoute, req *pool.Request, rep report.Report, why string, hasSession bool) {
 	if !hasSession {
-		ph.limited.add(why + "\x00" + answerRefused)
+		ph.limited.Add(why + "\x00" + answerRefused)
 		refuseOverBudget(w, uint32(rt.ttl))
 		return
 	}
-	ph.limited.add(why + "\x00" + answerReplayed)
+	ph.limited.Add(why + "\x00" + answerReplayed)
 	if rt.qoe != nil {
 		req.Away = ph.awayOf(rt, req, rep, time.UnixMicro(int64(ph.s.clock())))
 	}
@@ -217,16 +218,9 @@ var (
 	headerNoSniff    = []string{"nosniff"}
 )
 
-// LimitedView is the counts of requests over budget, by answer and reason
-// (a room's or pool's status).
-type LimitedView struct {
-	Replayed map[string]uint64 `json:"replayed"` // answered their latest manifest again
-	Refused  map[string]uint64 `json:"refused"`  // answered 503 over_budget
-}
-
-func limitedView(c *counterMap[string]) *LimitedView {
+func limitedView(c *web.Counters[string]) *LimitedView {
 	v := &LimitedView{Replayed: map[string]uint64{}, Refused: map[string]uint64{}}
-	ks, ns := c.sorted()
+	ks, ns := c.Sorted()
 	for i, k := range ks {
 		why, answer := splitLimited(k)
 		if answer == answerReplayed {
@@ -246,14 +240,14 @@ func (s *Server) writeLimitMetrics(b *bytes.Buffer) {
 	}
 	b.WriteString("# HELP waisteer_steer_over_budget_total Steering requests over a client address's or network's budget, by room or pool, reason and answer (replayed: the session's manifest again; refused: 503).\n# TYPE waisteer_steer_over_budget_total counter\n")
 	for _, h := range s.sortedHubs() {
-		ks, vs := h.limited.sorted()
+		ks, vs := h.limited.Sorted()
 		for i, k := range ks {
 			why, answer := splitLimited(k)
 			fmt.Fprintf(b, "waisteer_steer_over_budget_total{room=\"%s\",reason=%q,answer=%q} %d\n", h.id, why, answer, vs[i])
 		}
 	}
 	for _, ph := range s.poolsSorted() {
-		ks, vs := ph.limited.sorted()
+		ks, vs := ph.limited.Sorted()
 		for i, k := range ks {
 			why, answer := splitLimited(k)
 			fmt.Fprintf(b, "waisteer_steer_over_budget_total{pool=%q,reason=%q,answer=%q} %d\n", ph.name, why, answer, vs[i])

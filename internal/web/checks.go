@@ -1,0 +1,45 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/sig"
+)
+
+// Allow answers 405 unless the request's method is one of methods.
+func Allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if slices.Contains(methods, r.Method) {
+		return true
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	Refuse(w, api.Errorf(api.MethodNotAllowed, "%s is not answered here; use %s", r.Method, strings.Join(methods, ", ")))
+	return false
+}
+
+// NoQuery answers 400 when a route that reads no query is given one.
+func NoQuery(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.RawQuery == "" && !r.URL.ForceQuery {
+		return true
+	}
+	Refuse(w, api.Errorf(api.QueryNotAllowed, "this route reads no query, and was given %q", r.URL.RawQuery))
+	return false
+}
+
+// Digest reads a path segment of 64 lowercase hexadecimal digits, as the
+// server writes digests and room ids (§8.1, §8.4).
+func Digest(s string) (sig.Hash, *api.Error) {
+	var h sig.Hash
+	if len(s) != 2*len(h) {
+		return h, api.Errorf(api.BadDigest, "%q is not 64 lowercase hexadecimal digits", s)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return h, api.Errorf(api.BadDigest, "%q is not 64 lowercase hexadecimal digits", s)
+		}
+	}
+	h, _ = sig.ParseHash(s)
+	return h, nil
+}
