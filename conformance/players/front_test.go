@@ -87,7 +87,7 @@ func (fs *frontSetup) poolConfig() pool.Config {
 }
 
 // order is the session's rendezvous order (internal/pool's doc.go,
-// computed in pool_test.go from its text) over the edges listed.
+// computed in pool_servers_test.go from its text) over the edges listed.
 func (fs *frontSetup) order(session [16]byte, listed func(string) bool) []string {
 	return rendezvousOrderOf(session, fs.edges, fs.weights, listed)
 }

@@ -1,0 +1,354 @@
+package players
+
+// The checks of TestPlayersFollowAPool on what was observed.
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// spread writes durations as their median and range.
+func spread(ds []time.Duration) string {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	if len(ds) == 0 || ds[0] < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("median %s, %s to %s", roundMs(ds[len(ds)/2]), roundMs(ds[0]), roundMs(ds[len(ds)-1]))
+}
+
+// sessionOf is the session of a RELOAD-URI, "" when it has none.
+func sessionOf(reload string) string {
+	u, err := url.Parse(reload)
+	if err != nil {
+		return ""
+	}
+	return query(u.RawQuery)["session"]
+}
+
+// parseSession reads 32 lowercase hexadecimal digits (doc.go's wire
+// format).
+func parseSession(s string) ([16]byte, bool) {
+	var out [16]byte
+	if len(s) != 32 || strings.ToLower(s) != s {
+		return out, false
+	}
+	_, err := hex.Decode(out[:], []byte(s))
+	return out, err == nil
+}
+
+// checkPoolManifest judges one answer of the page's pool for its session:
+// the seed's manifest (VERSION 1, the TTL, an absolute RELOAD-URI carrying
+// the session), the session's rendezvous order over the edges up (all
+// before the kill; without the killed one after it; either in the
+// dropLimit between), and the clone of cdn-b with its URI-REPLACEMENT.
+func checkPoolManifest(m steeringManifest, pp *poolPage, session [16]byte, reload string, start, end time.Time, k kill) string {
+	full := rendezvousOrder(session, pp.pws, func(string) bool { return true })
+	without := rendezvousOrder(session, pp.pws, func(id string) bool { return id != k.pathway })
+	switch {
+	case m.Version != 1 || m.TTL != poolTTL:
+		return fmt.Sprintf("VERSION %d TTL %d, not 1 and %d", m.Version, m.TTL, poolTTL)
+	case m.Reload != reload:
+		return fmt.Sprintf("RELOAD-URI %q, not %q", m.Reload, reload)
+	case end.Before(k.at) && !slices.Equal(m.Priority, full):
+		return fmt.Sprintf("PATHWAY-PRIORITY %v before the kill, not the session's order %v", m.Priority, full)
+	case start.After(k.at.Add(dropLimit)) && !slices.Equal(m.Priority, without):
+		return fmt.Sprintf("PATHWAY-PRIORITY %v %v after the kill, not the session's order without %s, %v", m.Priority, start.Sub(k.at).Round(time.Millisecond), k.pathway, without)
+	case !slices.Equal(m.Priority, full) && !slices.Equal(m.Priority, without):
+		return fmt.Sprintf("PATHWAY-PRIORITY %v, neither the session's order %v nor that without %s", m.Priority, full, k.pathway)
+	case len(m.Clones) != 1:
+		return fmt.Sprintf("%d clones, not the one of %s", len(m.Clones), cloneID)
+	}
+	c := m.Clones[0]
+	want := map[string]string(nil)
+	if pp.protocol == "hls" {
+		want = map[string]string{stableVariantID: pp.perVariantURI()}
+	}
+	if c.BaseID != cloneBase || c.ID != cloneID || c.Replacement.Host != pp.pathway(cloneID).ip ||
+		!mapsEqual(c.Replacement.Params, map[string]string{cloneParam: cloneValue}) || !mapsEqual(c.Replacement.PerVariant, want) {
+		return fmt.Sprintf("the clone %+v, not %s of %s with HOST %s, PARAMS %s=%s and per-variant URIs %v", c, cloneID, cloneBase, pp.pathway(cloneID).ip, cloneParam, cloneValue, want)
+	}
+	return ""
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPoolSteering judges the page's steering requests: the first has no
+// session, and its answer's RELOAD-URI is the pool's route, absolute, with
+// the session minted (doc.go's wire format); every later request is that
+// RELOAD-URI, with the player's parameters after it, every TTL; every
+// answer is the session's (checkPoolManifest). It returns the count of
+// requests, the session and the second pathway of its order.
+func checkPoolSteering(t *testing.T, o *observed, pp *poolPage, k kill, steerURL string) (int, [16]byte, string) {
+	reqs := o.steering(pp.name)
+	var session [16]byte
+	if len(reqs) < 2 {
+		t.Errorf("%d steering requests, fewer than 2", len(reqs))
+		return len(reqs), session, ""
+	}
+	first := reqs[0]
+	if _, ok := query(first.Query)["session"]; ok {
+		t.Errorf("the first steering request already carries a session: %s", first.Query)
+	}
+	if first.err != nil {
+		t.Fatalf("the first answer is not a steering manifest: %v: %s", first.err, first.Body)
+	}
+	reload := first.manifest.Reload
+	hexSession := sessionOf(reload)
+	session, ok := parseSession(hexSession)
+	if !ok || reload != steerURL+pp.path()+"?session="+hexSession {
+		t.Fatalf("RELOAD-URI %q is not the pool's route, absolute, with a session of 32 hexadecimal digits", reload)
+	}
+	var gaps []time.Duration
+	for i, r := range reqs {
+		where := fmt.Sprintf("steering request %d (%s?%s)", i, r.Path, r.Query)
+		if r.Status != http.StatusOK || r.err != nil {
+			t.Errorf("%s: answered %d, %v: %s", where, r.Status, r.err, r.Body)
+			continue
+		}
+		if i > 0 {
+			gaps = append(gaps, r.Start.Sub(reqs[i-1].Start))
+			if !strings.HasPrefix(r.Query, "session="+hexSession) {
+				t.Errorf("%s: not a request of the RELOAD-URI with session %s", where, hexSession)
+			}
+		}
+		if why := checkPoolManifest(r.manifest, pp, session, reload, r.Start, r.End, k); why != "" {
+			t.Errorf("%s: %s", where, why)
+		}
+	}
+	slices.Sort(gaps)
+	if med := gaps[len(gaps)/2]; med < poolTTL*time.Second-500*time.Millisecond || med > poolTTL*time.Second+1500*time.Millisecond {
+		t.Errorf("the median time between steering requests is %v, not the TTL of %ds (gaps %v)", med, poolTTL, gaps)
+	}
+	full := rendezvousOrder(session, pp.pws, func(string) bool { return true })
+	t.Logf("%d steering requests, session %s, order %v; gaps %v", len(reqs), hexSession, full, gaps)
+	t.Logf("first: %s?%s", first.Path, first.Query)
+	t.Logf("last:  %s?%s", reqs[len(reqs)-1].Path, reqs[len(reqs)-1].Query)
+	return len(reqs), session, full[1]
+}
+
+// checkPoolDrop judges the pool's answers to the test's probes, which
+// carried the player's session: each is the session's (checkPoolManifest);
+// those before the kill name the killed edge, and within dropLimit of the
+// kill the pool stops naming it, for good. It returns the time from the
+// kill to the last answer naming it.
+func checkPoolDrop(t *testing.T, o *observed, pp *poolPage, k kill, session [16]byte) time.Duration {
+	var probes []steerReq
+	for _, h := range o.hits {
+		if h.Server == "probe" && h.Path == pp.path() {
+			r := steerReq{hit: h}
+			r.err = json.Unmarshal(h.Body, &r.manifest)
+			probes = append(probes, r)
+		}
+	}
+	slices.SortFunc(probes, func(a, b steerReq) int { return a.Start.Compare(b.Start) })
+	reload := o.steering(pp.name)[0].manifest.Reload
+	before, last := 0, -1
+	var wrong []string // one line for the first of the wrong answers, and their count
+	for i, r := range probes {
+		if r.Status != http.StatusOK || r.err != nil {
+			wrong = append(wrong, fmt.Sprintf("probe %d: answered %d, %v: %s", i, r.Status, r.err, r.Body))
+			continue
+		}
+		if why := checkPoolManifest(r.manifest, pp, session, reload, r.Start, r.End, k); why != "" {
+			wrong = append(wrong, fmt.Sprintf("probe %d: %s", i, why))
+		}
+		if slices.Contains(r.manifest.Priority, k.pathway) {
+			last = i
+		}
+		if r.End.Before(k.at) {
+			before++
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%d of %d probes answered wrong, the first: %s", len(wrong), len(probes), wrong[0])
+	}
+	switch {
+	case before == 0:
+		t.Errorf("no probe was answered before the kill")
+		return -1
+	case last < 0:
+		t.Errorf("no probe's answer named %s", k.pathway)
+		return -1
+	case last == len(probes)-1:
+		t.Errorf("the pool still named %s in its last answer, %v after the kill", k.pathway, probes[last].End.Sub(k.at).Round(time.Millisecond))
+		return -1
+	}
+	drop := probes[last].End.Sub(k.at)
+	if drop > dropLimit {
+		t.Errorf("the pool named %s until %v after the kill, more than %v", k.pathway, drop.Round(time.Millisecond), dropLimit)
+	}
+	t.Logf("the pool's last answer naming %s came %v after the kill (%d probes)", k.pathway, drop.Round(time.Millisecond), len(probes))
+	return drop
+}
+
+// checkPoolFirst judges phase 1: from the first answer on, the player
+// takes its segments from the first pathway of its order it can apply, and
+// from nowhere else until the kill; where that is the clone, from the
+// clone's host, through the per-variant URI where the player applies it,
+// with the clone's PARAMS on the requests README.md records. It returns
+// how long after the first answer its first segment came from there, and
+// what of the clone it applied.
+func checkPoolFirst(t *testing.T, o *observed, pp *poolPage, k kill) (time.Duration, string) {
+	reqs := o.steering(pp.name)
+	priority := reqs[0].manifest.Priority
+	if len(priority) == 0 || priority[0] != cloneID {
+		// Two sessions in a million draw this (poolWeights).
+		t.Errorf("the first answer's priority %v does not put %s first", priority, cloneID)
+	}
+	want := pp.applies(priority)
+	answered := reqs[0].End
+	segs := o.segments(pp.name, "", time.Time{}, k.at)
+	i := slices.IndexFunc(segs, func(m mediaHit) bool { return m.Server == want && !m.Start.Before(answered.Add(-50*time.Millisecond)) })
+	if i < 0 {
+		t.Errorf("no segment came from %s after the first answer", want)
+		return -1, ""
+	}
+	at := segs[i].Start
+	if d := at.Sub(answered); d > 6*time.Second {
+		t.Errorf("the first segment from %s came %v after the first answer", want, d)
+	}
+	for _, m := range segs[i:] {
+		if m.Server != want {
+			t.Errorf("segment %d came from %s after the player moved to %s", m.seg, m.Server, want)
+		}
+	}
+	clone := pp.pathway(cloneID)
+	perVariant := pp.protocol == "hls" && pp.b.perVariantURIs
+	withParams := map[string]bool{}
+	toClone := 0
+	for _, m := range o.media(pp.name, time.Time{}, k.at) {
+		if host, _, _ := strings.Cut(m.Host, ":"); host != pp.pathway(m.Server).ip {
+			t.Errorf("a request to %s names host %q, not its address", m.Server, m.Host)
+		}
+		if m.Server != cloneID {
+			continue
+		}
+		toClone++
+		dir := "/" + pp.name + "/hls/" + cloneBase + "/"
+		if perVariant {
+			dir = "/" + pp.name + "/hls/" + perVariantDir + "/"
+		}
+		if pp.protocol == "hls" && !strings.HasPrefix(m.Path, dir) {
+			t.Errorf("a request to the clone is %s, not under %s", m.Path, dir)
+		}
+		has := query(m.Query)[cloneParam] == cloneValue
+		if has {
+			withParams[m.kind] = true
+		}
+		// A per-variant URI replaces HOST and PARAMS both (RFC 8216bis
+		// 7.3.2, hls.js's performUriReplacement).
+		if wantParams := !perVariant && slices.Contains(pp.b.cloneParams, m.kind); has != wantParams {
+			t.Errorf("a %s request to the clone carries its PARAMS: %v, not %v as README.md records (%s?%s)", m.kind, has, wantParams, m.Path, m.Query)
+		}
+	}
+	applied := "none"
+	switch {
+	case !pp.b.appliesClones && toClone > 0:
+		t.Errorf("%d requests to the clone, which README.md says this player does not apply", toClone)
+	case pp.b.appliesClones && toClone == 0:
+		t.Errorf("no request to the clone, which README.md says this player applies")
+	case perVariant:
+		applied = "PER-VARIANT-URIS"
+	case toClone > 0:
+		applied = "HOST"
+	}
+	if len(withParams) > 0 {
+		kinds := make([]string, 0, len(withParams))
+		for kind := range withParams {
+			kinds = append(kinds, kind)
+		}
+		slices.Sort(kinds)
+		applied += ", PARAMS (" + strings.Join(kinds, ", ") + ")"
+	}
+	t.Logf("onto %s %v after the first answer; %d requests to the clone's host %s; applied: %s", want, at.Sub(answered).Round(time.Millisecond), toClone, clone.ip, applied)
+	return at.Sub(answered), applied
+}
+
+// checkPoolFailover judges phase 2: from the kill on, the player takes its
+// segments from the next pathway of its order it can apply (the order in
+// force without the killed edge), the first within ttl_s and a few seconds
+// of the kill, and plays on to the end. It returns that pathway, how long
+// the move took, the longest stall, and how many requests to the killed
+// edge the browser saw fail.
+func checkPoolFailover(t *testing.T, o *observed, pp *poolPage, k kill, tEnd time.Time) (string, time.Duration, time.Duration, int) {
+	var priority []string
+	for _, r := range o.steering(pp.name) {
+		if r.End.Before(k.at) {
+			priority = r.manifest.Priority
+		}
+	}
+	rest := slices.DeleteFunc(slices.Clone(priority), func(id string) bool { return id == k.pathway })
+	next := pp.applies(rest)
+	if pp.applies(priority) != k.pathway || next == "" {
+		t.Errorf("the priority in force when %s stopped is %v", k.pathway, priority)
+		return "", -1, -1, 0
+	}
+	segs := o.segments(pp.name, "", k.at, tEnd)
+	if len(segs) == 0 {
+		t.Errorf("no segment after %s stopped", k.pathway)
+		return next, -1, -1, 0
+	}
+	for _, m := range segs {
+		if m.Server != next {
+			t.Errorf("segment %d came from %s after %s stopped, not from %s, next in the order %v it can apply", m.seg, m.Server, k.pathway, next, priority)
+		}
+	}
+	move := segs[0].Start.Sub(k.at)
+	if limit := poolTTL*time.Second + 3*time.Second; move > limit {
+		t.Errorf("the first segment from another edge came %v after the kill, more than ttl_s and 3 s", move.Round(time.Millisecond))
+	}
+	span := tEnd.Sub(k.at).Seconds()
+	if p := o.played(pp.name, k.at, tEnd); p < span/2 {
+		t.Errorf("played %.1f s of the %.1f s after %s stopped", p, span, k.pathway)
+	}
+	// Not stalled for good: the video still advances at the end.
+	if p := o.played(pp.name, tEnd.Add(-3*time.Second), tEnd); p < 1 {
+		t.Errorf("played %.1f s in the last 3 s", p)
+	}
+	stall := o.stall(pp.name, k.at, tEnd)
+	host := "http://" + pp.pathway(k.pathway).authority() + "/"
+	failed := 0
+	var lastFail time.Time
+	for _, l := range o.lines {
+		if l.Kind == "requestfailed" && l.Page == pp.name && strings.HasPrefix(l.URL, host) && !l.at.Before(k.at) {
+			failed++
+			lastFail = l.at
+		}
+	}
+	lastAfter := "none"
+	if !lastFail.IsZero() {
+		lastAfter = lastFail.Sub(segs[0].Start).Round(time.Millisecond).String()
+	}
+	// Once an answer no longer names the edge, the player has no reason to
+	// ask it again (dash.js, which goes back to a failed pathway every TTL
+	// while an energy room keeps it first, included).
+	for _, r := range o.steering(pp.name) {
+		if r.Start.After(k.at) && r.err == nil && !slices.Contains(r.manifest.Priority, k.pathway) {
+			if !lastFail.IsZero() && lastFail.After(r.End.Add(time.Second)) {
+				t.Errorf("a request to %s failed %v after the answer that no longer named it", k.pathway, lastFail.Sub(r.End).Round(time.Millisecond))
+			}
+			break
+		}
+	}
+	t.Logf("failover to %s %v after %s stopped; longest stall %v; %d failed requests to %s, the last %s after the move",
+		next, move.Round(time.Millisecond), k.pathway, stall.Round(time.Millisecond), failed, k.pathway, lastAfter)
+	return next, move, stall, failed
+}

@@ -1,0 +1,345 @@
+package store
+
+// Bolt's decisions: their contexts and snapshots, their writes and reads.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/waisteer/waisteer/internal/sig"
+)
+
+// A decisionContext is what many decisions share: their room, policy and
+// signer. A row names it by id (the package doc's contexts buckets).
+type decisionContext struct {
+	room   sig.Hash
+	policy sig.Hash
+	signer sig.PublicKey
+}
+
+const decisionContextSize = 2*sig.HashSize + sig.PublicKeySize
+
+func (c *decisionContext) bytes() []byte {
+	b := make([]byte, 0, decisionContextSize)
+	b = append(b, c.room[:]...)
+	b = append(b, c.policy[:]...)
+	return append(b, c.signer[:]...)
+}
+
+func parseDecisionContext(b []byte) (decisionContext, bool) {
+	var c decisionContext
+	if len(b) != decisionContextSize {
+		return c, false
+	}
+	copy(c.room[:], b)
+	copy(c.policy[:], b[sig.HashSize:])
+	copy(c.signer[:], b[2*sig.HashSize:])
+	return c, true
+}
+
+// buckets of one update of decisions.
+type decisionBuckets struct {
+	decisions, digests, contexts, contextIDs, snapshots, bodies *bolt.Bucket
+}
+
+func decisionBucketsOf(tx *bolt.Tx) decisionBuckets {
+	b := decisionBuckets{
+		decisions:  tx.Bucket(bucketDecisions),
+		digests:    tx.Bucket(bucketDecisionDigests),
+		contexts:   tx.Bucket(bucketContexts),
+		contextIDs: tx.Bucket(bucketContextIDs),
+		snapshots:  tx.Bucket(bucketSnapshots),
+		bodies:     tx.Bucket(bucketSnapshotBodies),
+	}
+	b.decisions.FillPercent = appendFill
+	b.bodies.FillPercent = appendFill
+	b.contextIDs.FillPercent = appendFill
+	return b
+}
+
+// PutDecisions stores the decisions not yet held, and the snapshots they
+// reference, in one durable write. A decision is held when its row is: its
+// digest covers its t (§7.3), so a decision put again has the row's key.
+// The index of decisions by digest has its share of the write (index.go).
+func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i := range ds {
+		if err := checkRow(&ds[i]); err != nil {
+			return err
+		}
+	}
+	var fresh map[decisionContext]uint64 // contexts this update added
+	var ch indexChange
+	var lch logChange
+	s.ix.mu.Lock()
+	defer s.ix.mu.Unlock()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		fresh, ch, lch = nil, indexChange{}, logChange{}
+		b := decisionBucketsOf(tx)
+		through := indexThrough(tx)
+		// One arena for the rows and keys: bbolt keeps the slices given to
+		// Put until the transaction ends, so none may be written again,
+		// and appending past an arena's capacity moves only what follows.
+		arena := make([]byte, 0, len(ds)*(96+4*len(firstLoads(ds))+8+sig.HashSize))
+		// First the decisions not held yet, and how many of them
+		// reference each snapshot: a group's share one or two, whose
+		// counts are then written once each.
+		keys := make([][]byte, len(ds)) // nil for one held, or given twice
+		given := make(map[sig.Hash]bool, len(ds))
+		var refs []snapshotRefs
+		held := b.decisions.Cursor()
+		for i := range ds {
+			d := &ds[i]
+			if given[d.Digest] {
+				continue
+			}
+			given[d.Digest] = true
+			start := len(arena)
+			arena = binary.BigEndian.AppendUint64(arena, d.T)
+			arena = append(arena, d.Digest[:]...)
+			key := arena[start:len(arena):len(arena)]
+			if k, _ := held.Seek(key); bytes.Equal(k, key) {
+				arena = arena[:start]
+				continue // held already: a decision's bytes are its digest's
+			}
+			keys[i] = key
+			j := slices.IndexFunc(refs, func(r snapshotRefs) bool { return r.key == d.Evidence })
+			if j < 0 {
+				j = len(refs)
+				refs = append(refs, snapshotRefs{key: d.Evidence})
+			}
+			refs[j].n++
+		}
+		for j := range refs {
+			var err error
+			if refs[j].id, err = snapshotRef(&b, refs[j].key, ev, refs[j].n); err != nil {
+				return err
+			}
+		}
+		for i, key := range keys {
+			if key == nil {
+				continue
+			}
+			d := &ds[i]
+			cid, err := s.contextID(&b, decisionContext{d.Room, d.Policy, d.Signer}, &fresh)
+			if err != nil {
+				return err
+			}
+			sid := refs[slices.IndexFunc(refs, func(r snapshotRefs) bool { return r.key == d.Evidence })].id
+			start := len(arena)
+			arena = appendRow(arena, &row{
+				context: cid, session: d.Session, protocol: d.Protocol, report: d.Report,
+				loads: d.Loads, snapshot: sid, sig: d.Sig,
+				logIndex: s.lg.add(d.Room, LogEntry{Digest: d.Digest, T: d.T}, &lch),
+			})
+			if err := b.decisions.Put(key, arena[start:len(arena):len(arena)]); err != nil {
+				return err
+			}
+			if bytes.Compare(key, through) < 0 {
+				// Behind the watermark (index.go): indexed on its own.
+				if err := b.digests.Put(key[8:], key[:8]); err != nil {
+					return err
+				}
+				continue
+			}
+			ch.added++
+		}
+		if err := s.lg.commit(tx, &lch, false); err != nil {
+			return err
+		}
+		return s.ix.maintain(tx, &ch, max(s.ix.budget, 16*len(ds)))
+	})
+	if err != nil {
+		return err
+	}
+	s.ix.apply(&ch)
+	s.lg.apply(&lch)
+	if len(fresh) > 0 {
+		s.mu.Lock()
+		for c, id := range fresh {
+			s.contexts[c] = id
+			s.contextIDs[id] = c
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func firstLoads(ds []Decision) []uint32 {
+	if len(ds) == 0 {
+		return nil
+	}
+	return ds[0].Loads
+}
+
+// contextID is the id of c, from the cache, the bucket, or a new one added
+// to fresh.
+func (s *Bolt) contextID(b *decisionBuckets, c decisionContext, fresh *map[decisionContext]uint64) (uint64, error) {
+	s.mu.RLock()
+	id, ok := s.contexts[c]
+	s.mu.RUnlock()
+	if ok {
+		return id, nil
+	}
+	if id, ok := (*fresh)[c]; ok {
+		return id, nil
+	}
+	key := c.bytes()
+	if v := b.contexts.Get(key); v != nil {
+		if len(v) != 8 {
+			return 0, fmt.Errorf("store: a context id of %d bytes", len(v))
+		}
+		id = binary.BigEndian.Uint64(v)
+	} else {
+		var err error
+		if id, err = b.contexts.NextSequence(); err != nil {
+			return 0, err
+		}
+		idb := binary.BigEndian.AppendUint64(nil, id)
+		if err := b.contexts.Put(key, idb); err != nil {
+			return 0, err
+		}
+		if err := b.contextIDs.Put(idb, key); err != nil {
+			return 0, err
+		}
+	}
+	if *fresh == nil {
+		*fresh = map[decisionContext]uint64{}
+	}
+	(*fresh)[c] = id
+	return id, nil
+}
+
+// decisionContextOf is the context with the id, from the cache or the bucket.
+func (s *Bolt) decisionContextOf(tx *bolt.Tx, id uint64) (decisionContext, error) {
+	s.mu.RLock()
+	c, ok := s.contextIDs[id]
+	s.mu.RUnlock()
+	if ok {
+		return c, nil
+	}
+	v := tx.Bucket(bucketContextIDs).Get(binary.BigEndian.AppendUint64(nil, id))
+	if c, ok = parseDecisionContext(v); !ok {
+		return c, fmt.Errorf("store: context %d is not held", id)
+	}
+	return c, nil
+}
+
+// snapshotRefs is how many decisions of a group reference a snapshot, and
+// its id.
+type snapshotRefs struct {
+	key sig.Hash
+	n   uint64
+	id  uint64
+}
+
+// snapshotRef counts n more decisions referencing the snapshot key, storing
+// it from ev when it is not held, and returns its id.
+func snapshotRef(b *decisionBuckets, key sig.Hash, ev []Evidence, n uint64) (uint64, error) {
+	if v := b.snapshots.Get(key[:]); v != nil {
+		if len(v) != 16 {
+			return 0, fmt.Errorf("store: snapshot %s's entry has %d bytes", key, len(v))
+		}
+		id := binary.BigEndian.Uint64(v)
+		refs := binary.BigEndian.Uint64(v[8:])
+		nv := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id), refs+n)
+		return id, b.snapshots.Put(clone(key[:]), nv)
+	}
+	var body []byte
+	found := false
+	for i := range ev {
+		if ev[i].Key == key {
+			body, found = ev[i].Body, true
+			break
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("%w: %s", ErrSnapshotMissing, key)
+	}
+	if sha256.Sum256(body) != key {
+		return 0, fmt.Errorf("store: snapshot %s is not the SHA-256 of its body", key)
+	}
+	id, err := b.bodies.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	idb := binary.BigEndian.AppendUint64(make([]byte, 0, 16), id)
+	bv := make([]byte, 0, sig.HashSize+len(body))
+	bv = append(append(bv, key[:]...), body...)
+	if err := b.bodies.Put(idb[:8:8], bv); err != nil {
+		return 0, err
+	}
+	return id, b.snapshots.Put(clone(key[:]), binary.BigEndian.AppendUint64(idb, n))
+}
+
+// Decision returns the stored decision with the digest.
+func (s *Bolt) Decision(ctx context.Context, digest sig.Hash) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	var d Decision
+	err := s.db.View(func(tx *bolt.Tx) error {
+		t, found, err := lookup(tx, digest)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ErrNotFound
+		}
+		v := tx.Bucket(bucketDecisions).Get(rowKey(t, digest))
+		if v == nil {
+			return ErrNotFound // pruned: the index keeps some entries a while longer
+		}
+		r, err := parseRow(v)
+		if err != nil {
+			return fmt.Errorf("store: decision %s: %w", digest, err)
+		}
+		c, err := s.decisionContextOf(tx, r.context)
+		if err != nil {
+			return err
+		}
+		body := tx.Bucket(bucketSnapshotBodies).Get(binary.BigEndian.AppendUint64(nil, r.snapshot))
+		if len(body) < sig.HashSize {
+			return fmt.Errorf("store: decision %s's snapshot %d is not held", digest, r.snapshot)
+		}
+		d = Decision{
+			Digest: digest, Room: c.room, Policy: c.policy, T: t,
+			Session: r.session, Protocol: r.protocol, Report: r.report, Loads: r.loads,
+			Evidence: sig.Hash(body[:sig.HashSize]), Signer: c.signer, Sig: r.sig,
+		}
+		return nil
+	})
+	return d, err
+}
+
+// EvidenceSnapshot returns the body of the snapshot with the key.
+func (s *Bolt) EvidenceSnapshot(ctx context.Context, key sig.Hash) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var body []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSnapshots).Get(key[:])
+		if v == nil {
+			return ErrNotFound
+		}
+		if len(v) != 16 {
+			return fmt.Errorf("store: snapshot %s's entry has %d bytes", key, len(v))
+		}
+		bv := tx.Bucket(bucketSnapshotBodies).Get(v[:8])
+		if len(bv) < sig.HashSize || !bytes.Equal(bv[:sig.HashSize], key[:]) {
+			return fmt.Errorf("store: snapshot %s's body is not held", key)
+		}
+		body = clone(bv[sig.HashSize:])
+		return nil
+	})
+	return body, err
+}
