@@ -165,7 +165,7 @@ func BenchmarkLoopback(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
-			groups, decisions := srv.metrics.commitBatch.Totals()
+			groups, decisions := srv.commits.Groups()
 			b.ReportMetric(float64(decisions)/float64(max(groups, 1)), "decisions/commit")
 		})
 	}

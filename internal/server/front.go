@@ -228,7 +228,7 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 		x.release()
 		return nil, session, "", aerr
 	}
-	if err := s.commits.commit(ctx, &x.job); err != nil {
+	if err := s.commits.Commit(ctx, &x.job); err != nil {
 		x.release()
 		return nil, session, "", s.fails.Failed("the decision could not be stored", err)
 	}

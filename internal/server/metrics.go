@@ -62,25 +62,16 @@ func routeNamed(name string) (route, bool) {
 	return route(i), i >= 0
 }
 
-// batchBounds are the upper bounds of the commit group sizes' buckets.
-var batchBounds = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
-
 // metrics are the server's own counters; the rooms' are on their hubs.
 type metrics struct {
 	requests [routeCount]web.Counters[int] // by status
 	latency  [routeCount]*web.Histogram
 
-	commitBatch    *web.Histogram
-	commitLatency  *web.Histogram
-	commitFailures atomic.Uint64
-	feedFailures   atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
+	feedFailures atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
 }
 
 func newMetrics() *metrics {
-	m := &metrics{
-		commitBatch:   web.NewHistogram(batchBounds, 1),
-		commitLatency: web.NewLatencyHistogram(),
-	}
+	m := &metrics{}
 	for i := range m.latency {
 		m.latency[i] = web.NewLatencyHistogram()
 	}
@@ -129,12 +120,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	for rt := range routeCount {
 		m.latency[rt].Write(&b, "waisteer_http_request_duration_seconds", fmt.Sprintf("route=%q", routeNames[rt]))
 	}
-	b.WriteString("# HELP waisteer_commit_group_size Decisions per durable group commit.\n# TYPE waisteer_commit_group_size histogram\n")
-	m.commitBatch.Write(&b, "waisteer_commit_group_size", "")
-	b.WriteString("# HELP waisteer_commit_duration_seconds Time of one durable group commit.\n# TYPE waisteer_commit_duration_seconds histogram\n")
-	m.commitLatency.Write(&b, "waisteer_commit_duration_seconds", "")
-	b.WriteString("# HELP waisteer_commit_failures_total Group commits the store refused.\n# TYPE waisteer_commit_failures_total counter\n")
-	fmt.Fprintf(&b, "waisteer_commit_failures_total %d\n", m.commitFailures.Load())
+	s.commits.WriteMetrics(&b)
 	b.WriteString("# HELP waisteer_feed_failures_total Times following the other servers' writes on a shared store failed and was retried.\n# TYPE waisteer_feed_failures_total counter\n")
 	fmt.Fprintf(&b, "waisteer_feed_failures_total %d\n", m.feedFailures.Load())
 	up, outages := s.storeUp()

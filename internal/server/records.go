@@ -42,7 +42,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := h.state.Load()
-	checked := s.records.check()
+	checked := s.records.Check()
 	defer checked()
 	raws, splitErr := evidence.SplitRecords(body)
 	results := make([]api.RecordResult, 0, len(raws)+1)
@@ -85,7 +85,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	if len(toStore) > 0 {
 		// With the records of the POSTs that arrive meanwhile, in one
 		// durable write (recordCommitter).
-		added, err := s.records.put(r.Context(), toStore, checked)
+		added, err := s.records.Put(r.Context(), toStore, checked)
 		if err != nil {
 			// Nothing is answered as accepted that is not durable: the
 			// hop sends the body again, and what was stored is then a

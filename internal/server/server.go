@@ -16,6 +16,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/guard"
@@ -123,8 +124,8 @@ type Server struct {
 	limits  *steerLimits  // nil for none
 	proxies limit.Proxies // Config.Limits.TrustedProxies
 
-	commits *committer
-	records *recordCommitter
+	commits *commit.Decisions
+	records *commit.Records
 	metrics *metrics
 	mux     http.Handler
 
@@ -296,12 +297,12 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 
 	bg, stop := context.WithCancel(context.Background())
 	s.bgCtx, s.stop = bg, stop
-	s.commits = newCommitter(st, s.metrics, s.log)
+	s.commits = commit.NewDecisions(st, s.log)
 	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.commits.run() }()
-	s.records = newRecordCommitter(st, s.log)
+	go func() { defer s.bg.Done(); s.commits.Run() }()
+	s.records = commit.NewRecords(st, s.log)
 	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.records.run() }()
+	go func() { defer s.bg.Done(); s.records.Run() }()
 	for i, h := range hubs {
 		if memLoads == nil {
 			continue
@@ -766,7 +767,7 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.closing.Load():
 		web.Refuse(w, api.Errorf(api.Closing, "the server is closing"))
-	case s.commits.failing.Load():
+	case s.commits.Failing():
 		web.Refuse(w, api.Errorf(api.StoreUnavailable, "the store refused the last group of decisions"))
 	case !s.storeReachable():
 		web.Refuse(w, api.Errorf(api.StoreUnavailable, web.StoreReason))
@@ -823,8 +824,8 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.stop()
 	s.stopPools()
-	s.commits.close()
-	s.records.close()
+	s.commits.Close()
+	s.records.Close()
 	done := make(chan struct{})
 	go func() { s.bg.Wait(); close(done) }()
 	select {

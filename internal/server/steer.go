@@ -10,6 +10,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
@@ -122,7 +123,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	}
 	// The manifest goes out only once its decision is durable: it names
 	// the decision's URI (§8.4), where an auditor must find it.
-	if err := s.commits.commit(r.Context(), &x.job); err != nil {
+	if err := s.commits.Commit(r.Context(), &x.job); err != nil {
 		// The committer has answered (or never took) the job.
 		x.release()
 		s.unavailable(w, h, s.fails.Failed("the decision could not be stored", err))
@@ -186,11 +187,11 @@ type steering struct {
 
 	d      decision.Decision
 	digest sig.Hash
-	job    commitJob
+	job    commit.Job
 }
 
 var steerings = sync.Pool{New: func() any {
-	x := &steering{job: commitJob{done: make(chan error, 1)}}
+	x := &steering{job: commit.NewJob()}
 	x.rule = x.decideLoads
 	return x
 }}
@@ -199,7 +200,7 @@ var steerings = sync.Pool{New: func() any {
 // a room.
 func (x *steering) release() {
 	x.s, x.h, x.st, x.rk, x.ruleErr = nil, nil, nil, nil, nil
-	x.job.ev = store.Evidence{}
+	x.job.Evidence = store.Evidence{}
 	steerings.Put(x)
 }
 
@@ -241,10 +242,10 @@ func (x *steering) decideLoads(loads []uint32, at uint64) (int, uint64, error) {
 // for it, inFlight) from here until it is handed to the committer, or
 // until decide fails.
 func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session, x *steering) (aerr *api.Error) {
-	s.commits.deciding.start()
+	s.commits.StartDeciding()
 	defer func() {
 		if aerr != nil {
-			s.commits.deciding.leave()
+			s.commits.LeaveDeciding()
 		}
 	}()
 	x.s, x.h = s, h
@@ -285,8 +286,8 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		_, x.digest = decision.AppendSigned((*buf)[:0], d, h.key)
 		buffers.Put(buf)
 
-		x.job.ev = rk.snapshot
-		store.CompactInto(&x.job.d, d, x.digest, rk.snapshot.Key)
+		x.job.Evidence = rk.snapshot
+		store.CompactInto(&x.job.Decision, d, x.digest, rk.snapshot.Key)
 		return nil
 	}
 }
