@@ -192,7 +192,7 @@ func TestSteerFlood(t *testing.T) {
 	phase := func(name string, flood func(ctx context.Context, count func(int))) floodPhase {
 		ph := floodPhase{name: name, floodByStatus: map[int]int{}}
 		before, size := decided(), fileSize()
-		lim0 := *limitedView(&h.limited)
+		lim0 := *h.limited.View()
 		ctx, cancel := context.WithTimeout(context.Background(), *floodD)
 		defer cancel()
 		var mu sync.Mutex
@@ -239,7 +239,7 @@ func TestSteerFlood(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the last group commit
 		ph.decisions = decided() - before
 		ph.fileGrowth = fileSize() - size
-		lim1 := *limitedView(&h.limited)
+		lim1 := *h.limited.View()
 		ph.replayed, ph.refused = diffCounts(lim1.Replayed, lim0.Replayed), diffCounts(lim1.Refused, lim0.Refused)
 		slices.Sort(lat)
 		if len(lat) > 0 {

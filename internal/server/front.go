@@ -14,6 +14,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
@@ -218,8 +219,8 @@ func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http
 		// Issue 26: each decision is signed and kept, so a viewer's
 		// opening spends its address's and network's budgets as a
 		// steering request does. There is no manifest to answer again.
-		if why := s.limits.admit(a, !ok, s.limitNow()); why != "" {
-			h.limited.Add(why + "\x00" + answerRefused)
+		if why := s.limits.Admit(a, !ok, s.limitNow()); why != "" {
+			h.limited.Note(why, budget.Refused)
 			return nil, session, "", api.Errorf(api.OverBudget, "over the budget of decisions or new sessions of the viewer's address or network")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -81,8 +82,8 @@ type hub struct {
 
 	// latest keeps the sessions' latest manifests while the server has
 	// budgets, and limited counts the requests over them (steerlimit.go).
-	latest  latestTable
-	limited web.Counters[string]
+	latest  budget.Latest[latestManifest]
+	limited budget.Counts
 }
 
 // roomState is what a room's steering is configured with; it is immutable

@@ -292,7 +292,7 @@ func (s *Server) roomStatus(ctx context.Context, h *hub, loadsAt uint64) (Status
 	}
 	out.ReportsIgnored = h.unread.view()
 	if s.limits != nil {
-		out.Limited = limitedView(&h.limited)
+		out.Limited = h.limited.View()
 	}
 	return out, nil
 }

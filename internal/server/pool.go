@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -73,7 +74,7 @@ type poolHub struct {
 	// count, by reason (issue 26 item 3).
 	unread unreadCounts
 
-	limited web.Counters[string] // requests over budget (steerlimit.go)
+	limited budget.Counts // requests over budget (steerlimit.go)
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -282,7 +283,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	x.req.Base = requestBase(r)
 	if l := ph.s.limits; l != nil {
 		_, has := ph.p.SessionOf(&x.req)
-		if why := l.admit(ph.s.clientAddr(r), !has, ph.s.limitNow()); why != "" {
+		if why := l.Admit(ph.s.clientAddr(r), !has, ph.s.limitNow()); why != "" {
 			ph.overBudget(w, rt, &x.req, rep, why, has)
 			x.req = pool.Request{}
 			poolSteerings.Put(x)

@@ -174,7 +174,7 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 		v.Edges[i].Headroom = headroom(float64(v.Edges[i].Sessions), n)
 	}
 	if s.limits != nil {
-		v.Limited = limitedView(&ph.limited)
+		v.Limited = ph.limited.View()
 	}
 	ph.mu.Lock()
 	v.Changes = slices.Clone(ph.changes)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
@@ -121,8 +122,8 @@ type Server struct {
 
 	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
 
-	limits  *steerLimits  // nil for none
-	proxies limit.Proxies // Config.Limits.TrustedProxies
+	limits  *budget.Budgets // nil for none
+	proxies limit.Proxies   // Config.Limits.TrustedProxies
 
 	commits *commit.Decisions
 	records *commit.Records
@@ -163,7 +164,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		hubs:     map[sig.Hash]*hub{},
 		archived: map[sig.Hash]store.Room{},
 		metrics:  newMetrics(),
-		limits:   newSteerLimits(cfg.Limits),
+		limits:   budget.New(cfg.Limits),
 		proxies:  cfg.Limits.TrustedProxies,
 	}
 	if s.log == nil {
@@ -365,7 +366,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
-			s.every(bg, "limits", 10*time.Second, func(context.Context) { s.limits.sweep(s.limitNow()) })
+			s.every(bg, "limits", 10*time.Second, func(context.Context) { s.limits.Sweep(s.limitNow()) })
 		}()
 	}
 	if s.retain > 0 {

@@ -101,7 +101,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	q := report.ParseQuery(r.RequestURI)
 	session, ok := q.Session()
 	if s.limits != nil {
-		if why := s.limits.admit(s.clientAddr(r), !ok, s.limitNow()); why != "" {
+		if why := s.limits.Admit(s.clientAddr(r), !ok, s.limitNow()); why != "" {
 			s.overBudget(w, h, why, session, ok)
 			return
 		}

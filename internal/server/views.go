@@ -1,8 +1,14 @@
 package server
 
-import "github.com/waisteer/waisteer/internal/view"
+import (
+	"github.com/waisteer/waisteer/internal/budget"
+	"github.com/waisteer/waisteer/internal/view"
+)
 
 // The operator's views, kept under their former names (internal/view).
+// SteerLimits are the steering routes' budgets (budget.Config).
+type SteerLimits = budget.Config
+
 type (
 	Status          = view.Status
 	PolicyStatus    = view.PolicyStatus
