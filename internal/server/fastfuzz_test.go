@@ -104,9 +104,9 @@ func (p *enginePair) serve(raw []byte) (fast, std fastAnswer) {
 func (p *enginePair) qoeState(e *routeEnv) string {
 	now := time.UnixMicro(int64(e.clock.Load()))
 	pw, rw := e.srv.poolNamed("").qoe.Load(), e.srv.sortedHubs()[0].qoe
-	e.srv.evaluate(pw, now)
-	e.srv.evaluate(rw, now)
-	return fmt.Sprintf("pool %v %v\nroom %v %v", cellsOf(pw), pw.agg.Ignored(), cellsOf(rw), rw.agg.Ignored())
+	pw.Evaluate(e.srv.log, now)
+	rw.Evaluate(e.srv.log, now)
+	return fmt.Sprintf("pool %v %v\nroom %v %v", cellsOf(pw), pw.Agg.Ignored(), cellsOf(rw), rw.Agg.Ignored())
 }
 
 // sameState fails t when the two servers' QoE differ.

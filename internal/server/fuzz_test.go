@@ -383,7 +383,7 @@ func FuzzReports(f *testing.F) {
 		default:
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
-		srv.evaluate(srv.poolNamed("").qoe.Load(), time.Now())
+		srv.poolNamed("").qoe.Load().Evaluate(srv.log, time.Now())
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/budget"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -55,7 +56,7 @@ type hub struct {
 	health *roomHealth
 	// qoe is the room's steering by what its players report; nil for
 	// none. qoeMu guards degraded, the pathways it moved off.
-	qoe      *qoeWatch
+	qoe      *qoewatch.Watch
 	qoeMu    sync.Mutex
 	degraded []string
 	// wake signals a change of health or QoE to runOverlay; nil when the
@@ -67,7 +68,7 @@ type hub struct {
 
 	// unread counts the steering requests' report values that do not
 	// count, by reason (issue 26 item 3).
-	unread unreadCounts
+	unread qoewatch.Unread
 
 	// checkpoint is the latest checkpoint of the room's log signed (log.go).
 	checkpoint atomic.Pointer[signedCheckpoint]

@@ -15,6 +15,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/web"
 )
 
@@ -204,7 +205,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.writePoolMetrics(r.Context(), &b)
-	s.writeQoEMetrics(&b)
+	qoewatch.WriteMetrics(&b, s.watches())
 	s.writeReportMetrics(&b)
 	s.writeFrontMetrics(&b)
 	writePanicMetrics(&b)

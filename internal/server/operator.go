@@ -288,9 +288,9 @@ func (s *Server) roomStatus(ctx context.Context, h *hub, loadsAt uint64) (Status
 	out.Records.InIndex = h.index.Len()
 	h.mu.Unlock()
 	if h.qoe != nil {
-		out.QoE = h.qoe.view()
+		out.QoE = h.qoe.View()
 	}
-	out.ReportsIgnored = h.unread.view()
+	out.ReportsIgnored = h.unread.View()
 	if s.limits != nil {
 		out.Limited = h.limited.View()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
@@ -38,7 +39,7 @@ type steerer interface {
 	// reportsTo is where a CMCD event report posted to the route goes:
 	// the steerer's QoE watch (nil when it steers by none), its pathways
 	// and the request's cohort.
-	reportsTo(r *http.Request) (*qoeWatch, []string, string)
+	reportsTo(r *http.Request) (*qoewatch.Watch, []string, string)
 }
 
 func (h *hub) serveSteer(w http.ResponseWriter, r *http.Request) { h.s.serveSteer(w, r, h) }
@@ -68,11 +69,11 @@ type poolHub struct {
 	// qoe is the pool's steering by what players report, nil for none
 	// (or for the per-client rule alone); replaced by a reload that
 	// changes its settings.
-	qoe  atomic.Pointer[qoeWatch]
-	away awayTable
+	qoe  atomic.Pointer[qoewatch.Watch]
+	away qoewatch.Away
 	// unread counts the steering requests' report values that do not
 	// count, by reason (issue 26 item 3).
-	unread unreadCounts
+	unread qoewatch.Unread
 
 	limited budget.Counts // requests over budget (steerlimit.go)
 }
@@ -143,7 +144,7 @@ func (s *Server) openPool(c pool.Config, key [16]byte) (*poolHub, error) {
 // c's aggregator settings are its own (a reload that changes other keys
 // keeps the figures and moves); nil when c has no cohort rule.
 func (ph *poolHub) watch(c pool.Config) error {
-	if w := ph.qoe.Load(); w != nil && c.QoE != nil && w.agg.Config() == c.QoE.Config {
+	if w := ph.qoe.Load(); w != nil && c.QoE != nil && w.Agg.Config() == c.QoE.Config {
 		return nil
 	}
 	agg, err := c.Aggregator()
@@ -158,11 +159,11 @@ func (ph *poolHub) watch(c pool.Config) error {
 	// A new aggregator's figures start empty: its settings' moves start
 	// afresh.
 	ph.p.SetBehind(nil)
-	ph.qoe.Store(newQoEWatch(agg, ph.label(), ph.p.SetBehind))
+	ph.qoe.Store(qoewatch.New(agg, ph.label(), ph.p.SetBehind))
 	return nil
 }
 
-func (ph *poolHub) reportsTo(r *http.Request) (*qoeWatch, []string, string) {
+func (ph *poolHub) reportsTo(r *http.Request) (*qoewatch.Watch, []string, string) {
 	rt := ph.route.Load()
 	w := ph.qoe.Load()
 	if w == nil {
@@ -275,7 +276,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	// its players report.
 	q := report.ParseQuery(r.RequestURI)
 	_, rep, unread := q.ReportUnread(r.Header, rt.ids)
-	ph.unread.note(unread, rep)
+	ph.unread.Note(unread, rep)
 
 	x := poolSteerings.Get().(*poolSteering)
 	x.req.RawQuery = r.URL.RawQuery
@@ -299,7 +300,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	mb := buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
 	if w := ph.qoe.Load(); w != nil && rep.Present&report.HasPathway != 0 {
-		w.addReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(ph.s.clientAddr(r)), at)
+		w.AddReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(ph.s.clientAddr(r)), at)
 	}
 	x.first = first
 	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.s.grace
@@ -325,13 +326,13 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, at time.Time) string {
 	below := rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
 		int(rep.Pathway) < len(rt.ids) && rep.Throughput > 0 && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest)
-	if !below && ph.away.empty() {
+	if !below && ph.away.Empty() {
 		return "" // the common case: no session to read
 	}
 	ps, has := ph.p.SessionOf(req)
 	s := report.Session(ps)
 	if has {
-		if id := ph.away.of(s, at); id != "" {
+		if id := ph.away.Of(s, at); id != "" {
 			return id
 		}
 	}
@@ -340,7 +341,7 @@ func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, a
 	}
 	id := rt.ids[rep.Pathway]
 	if has {
-		ph.away.keep(s, id, at.Add(rt.qoe.Hold))
+		ph.away.Keep(s, id, at.Add(rt.qoe.Hold))
 	}
 	return id
 }

@@ -184,14 +184,14 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 	}
 	if c.QoE != nil {
 		if w := ph.qoe.Load(); w != nil {
-			v.QoE = w.view()
+			v.QoE = w.View()
 		} else {
 			v.QoE = &QoEView{Cells: []QoECell{}, Moves: []QoEMove{}, Ignored: map[string]uint64{}}
 		}
-		n := ph.away.len()
+		n := ph.away.Len()
 		v.QoE.KeptAway = &n
 	}
-	v.ReportsIgnored = ph.unread.view()
+	v.ReportsIgnored = ph.unread.View()
 	return v
 }
 

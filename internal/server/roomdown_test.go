@@ -14,6 +14,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/num"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/ruleref"
 	"github.com/waisteer/waisteer/internal/scenario"
@@ -581,7 +582,7 @@ func TestQoEKeepsALeader(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(&base.Pathways[2])
 		}
-		h := &hub{qoe: &qoeWatch{}, degraded: []string{"a", "b"}}
+		h := &hub{qoe: &qoewatch.Watch{}, degraded: []string{"a", "b"}}
 		down := map[string]bool{}
 		for _, id := range tc.health {
 			down[id] = true

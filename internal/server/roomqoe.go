@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
 )
@@ -33,7 +34,7 @@ func (h *hub) openQoE(c *qoe.Config) error {
 		return err
 	}
 	wake := h.overlayWake()
-	h.qoe = newQoEWatch(agg, h.label(), func(behind map[string]qoe.Moved) {
+	h.qoe = qoewatch.New(agg, h.label(), func(behind map[string]qoe.Moved) {
 		// A room's policy holds for every session: a pathway being probed
 		// is given back to all of them.
 		m := behind[""]
@@ -85,7 +86,7 @@ func mayLead(p *policy.Policy, pw *policy.Pathway) bool {
 	return pw.LatencyMs <= p.LatencyCeilingMs && pw.TopTier >= p.Floor && pw.Capacity != 0
 }
 
-func (h *hub) reportsTo(*http.Request) (*qoeWatch, []string, string) {
+func (h *hub) reportsTo(*http.Request) (*qoewatch.Watch, []string, string) {
 	if h.qoe == nil {
 		return nil, nil, ""
 	}

@@ -267,9 +267,9 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		case err != nil:
 			return s.fails.Failed("the table of loads", err)
 		}
-		h.unread.note(unread, rep)
+		h.unread.Note(unread, rep)
 		if h.qoe != nil {
-			h.qoe.addReport(st.ids, rep, "", session, qoe.ClientOf(s.clientAddr(r)), time.UnixMicro(int64(x.t)))
+			h.qoe.AddReport(st.ids, rep, "", session, qoe.ClientOf(s.clientAddr(r)), time.UnixMicro(int64(x.t)))
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {
