@@ -23,6 +23,7 @@ import (
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/verify"
@@ -386,7 +387,7 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 	c := &client.Client{HTTP: &http.Client{Transport: handlerTransport{s}, Timeout: 30 * time.Second}, UserAgent: "waisteer inspector"}
 	var in verify.Input
 	if raw == nil {
-		in, err = c.FetchInput(r.Context(), dashOrigin+stableDecisions+digest.String(), nil)
+		in, err = c.FetchInput(r.Context(), dashOrigin+steerroute.StableDecisions+digest.String(), nil)
 	} else {
 		in, err = c.FetchAround(r.Context(), dashOrigin, raw, nil)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 )
@@ -58,7 +59,7 @@ func (s *Server) openFront(fc *FrontConfig) (*front.Front, error) {
 				return nil, fmt.Errorf("front playlist %d (%s): no pool %q", i, p.Path, name)
 			}
 		}
-		if isReserved(p.Path) || strings.HasPrefix(p.Path, stableDecisions) {
+		if steerroute.IsReserved(p.Path) || strings.HasPrefix(p.Path, steerroute.StableDecisions) {
 			return nil, api.Errorf(api.RouteConflict, "front playlist %d: %q is the server's own route", i, p.Path)
 		}
 		pls = append(pls, front.Playlist{Path: p.Path, Steering: st})

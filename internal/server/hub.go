@@ -13,6 +13,7 @@ import (
 	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -48,7 +49,7 @@ type hub struct {
 	opMu sync.Mutex
 	// retired are the steering URIs of the policies the room steered by
 	// before its current one (Server.routesMu guards it).
-	retired []steerRoute
+	retired []steerroute.Route
 	// base is the operator's policy, which the room steers by unless a
 	// pathway is down (install; opMu guards it).
 	base *policy.Policy
@@ -98,7 +99,7 @@ type roomState struct {
 	writer     *decision.ManifestWriter
 	ids        []string              // the pathways' ids in the policy's order
 	hops       map[sig.PublicKey]int // each hop's pathway (§3.3: a hop belongs to one)
-	steer      []steerRoute
+	steer      []steerroute.Route
 	decisions  string // the path (and query) prefix of the policy's decision_uri (§8.4)
 
 	// firsts counts the decisions made under this policy by reason (§6.4,
@@ -168,7 +169,7 @@ func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer s
 		}
 	}
 	var err error
-	if st.steer, st.decisions, err = policyRoutes(p); err != nil {
+	if st.steer, st.decisions, err = steerroute.OfPolicy(p); err != nil {
 		return nil, err
 	}
 	for r := range st.firsts {

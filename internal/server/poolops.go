@@ -13,6 +13,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
 )
 
@@ -28,10 +29,10 @@ import (
 
 // poolPathFree refuses a pool path that is one of the server's own.
 func poolPathFree(path string) error {
-	if isReserved(path) || strings.HasPrefix(path, stableDecisions) || isReserved(path+"/edges") {
+	if steerroute.IsReserved(path) || strings.HasPrefix(path, steerroute.StableDecisions) || steerroute.IsReserved(path+"/edges") {
 		return api.Errorf(api.RouteConflict, "the pool's path %q is the server's own route", path)
 	}
-	if why := pathDefect(path); why != "" {
+	if why := web.PathDefect(path); why != "" {
 		return api.Errorf(api.RouteUnusable, "the pool's path %q %s", path, why)
 	}
 	return nil

@@ -197,7 +197,7 @@ func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persi
 	defer s.routesMu.Unlock()
 	retired := h.retired
 	for _, r := range cur.steer {
-		if !slices.ContainsFunc(st.steer, r.equal) && !slices.ContainsFunc(retired, r.equal) {
+		if !slices.ContainsFunc(st.steer, r.Equal) && !slices.ContainsFunc(retired, r.Equal) {
 			retired = append(retired[:len(retired):len(retired)], r)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
@@ -429,9 +430,9 @@ func (s *Server) openRoom(ctx context.Context, rc RoomConfig, stored map[sig.Has
 	if superseded != nil {
 		// Players may still poll the configured policy's URIs, and hold
 		// manifests naming its decision_uri.
-		if steer, decisions, err := policyRoutes(superseded); err == nil {
+		if steer, decisions, err := steerroute.OfPolicy(superseded); err == nil {
 			for _, r := range steer {
-				if !slices.ContainsFunc(st.steer, r.equal) {
+				if !slices.ContainsFunc(st.steer, r.Equal) {
 					h.retired = append(h.retired, r)
 				}
 			}
@@ -678,7 +679,7 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 // "/v1/records/../../etc/passwd" is a path of nothing the server serves.
 func (s *Server) cleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if why := pathDefect(r.URL.EscapedPath()); why != "" && r.Method != http.MethodConnect {
+		if why := web.PathDefect(r.URL.EscapedPath()); why != "" && r.Method != http.MethodConnect {
 			s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
 				web.Refuse(w, api.Errorf(api.BadPath, "the path %q %s", r.URL.EscapedPath(), why))
 			})
@@ -686,45 +687,6 @@ func (s *Server) cleanPath(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// pathDefect says what is wrong with an escaped path, or "" when nothing
-// is: it must be absolute, with no empty segment (a single "/" at its end
-// ends its last segment) and no dot segment (RFC 3986 §3.3, §5.2.4).
-func pathDefect(p string) string {
-	if p == "" || p[0] != '/' {
-		return "is not an absolute path"
-	}
-	rest := p[1:]
-	for rest != "" {
-		seg, after, more := strings.Cut(rest, "/")
-		switch {
-		case seg == "" && more:
-			return "has an empty segment (//)"
-		case isDotSegment(seg):
-			return "has a dot segment (" + seg + ")"
-		}
-		rest = after
-	}
-	return ""
-}
-
-// isDotSegment reports whether a segment is "." or ".." once its
-// percent-encodings are decoded ("%2e" is ".").
-func isDotSegment(seg string) bool {
-	dots := 0
-	for seg != "" && dots < 3 {
-		switch {
-		case seg[0] == '.':
-			seg = seg[1:]
-		case len(seg) >= 3 && seg[0] == '%' && seg[1] == '2' && (seg[2] == 'e' || seg[2] == 'E'):
-			seg = seg[3:]
-		default:
-			return false
-		}
-		dots++
-	}
-	return seg == "" && (dots == 1 || dots == 2)
 }
 
 // hubOf finds the room a {room} path segment names.
