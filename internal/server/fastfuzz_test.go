@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
 )
@@ -218,7 +219,7 @@ func FuzzFastSteer(f *testing.F) {
 			if !strings.Contains(fa.body, "PATHWAY-PRIORITY") {
 				t.Fatalf("%.300q: 200 %s", raw, fa.body)
 			}
-		case fa.status == http.StatusRequestURITooLong && len(target) > maxTarget:
+		case fa.status == http.StatusRequestURITooLong && len(target) > answer.MaxTarget:
 		case fa.status == http.StatusBadRequest && strings.Contains(fa.body, `"bad_path"`):
 		default:
 			t.Fatalf("%.300q: %d %s", raw, fa.status, fa.body)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
@@ -116,7 +117,7 @@ func FuzzSteerRequest(f *testing.F) {
 		}
 		w := httptest.NewRecorder()
 		srv.ServeHTTP(w, r)
-		if len(target) > maxTarget {
+		if len(target) > answer.MaxTarget {
 			if w.Code != http.StatusRequestURITooLong {
 				t.Fatalf("a target of %d bytes: %d", len(target), w.Code)
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/health"
@@ -256,14 +257,11 @@ var poolSteerings = sync.Pool{New: func() any {
 // its TTL and the grace have passed (the table of loads, as a room's).
 func (x *poolSteering) decide([]uint32, uint64) (int, uint64, error) { return x.first, x.expires, nil }
 
-// headerJSON is a pool manifest's media type: the station seed's.
-var headerJSON = []string{"application/json"}
-
 // serveSteer answers a GET of the pool's route with the session's
 // manifest (the station seed's route): 404 while the pool has no edges,
 // which the seed calls steering off; never 410 or 429 (players.md).
 func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
-	if !steerable(w, r) {
+	if !answer.Steerable(w, r) {
 		return
 	}
 	rt := ph.route.Load()
@@ -297,7 +295,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 		at = time.UnixMicro(int64(now))
 		x.req.Away = ph.awayOf(rt, &x.req, rep, at)
 	}
-	mb := buffers.Get().(*[]byte)
+	mb := answer.Buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
 	if w := ph.qoe.Load(); w != nil && rep.Present&report.HasPathway != 0 {
 		w.AddReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(ph.s.clientAddr(r)), at)
@@ -311,7 +309,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	}
 	x.req = pool.Request{}
 	poolSteerings.Put(x)
-	answerManifest(w, headerJSON, nil, m, mb)
+	answer.Manifest(w, answer.HeaderJSON, nil, m, mb)
 }
 
 // awayOf is the per-client rule (apex-steering's): the pathway a client

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report/qoe"
@@ -24,7 +25,7 @@ func cohortHeaderOf(r *http.Request, name string) string {
 // route: the steerer's QoE watch takes it (qoewatch), or 405 for a
 // steerer that does not steer by QoE.
 func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer) {
-	steerHeaders(w)
+	answer.Headers(w)
 	wt, ids, cohort := st.reportsTo(r)
 	if wt == nil {
 		w.Header().Set("Allow", "GET, OPTIONS")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/commit"
@@ -94,7 +95,6 @@ const (
 	maxRecordsBody = 4 << 20 // a hop's POST: about 17 000 records of no tracks
 	maxPolicyBody  = 4 << 20 // a policy of 32 pathways with every field at its longest is under 3 MiB
 	maxKeyLogBody  = 1 << 20
-	maxTarget      = 16 << 10 // a steering request's target
 	// maxBody is the largest of the limits above: FastServer refuses a
 	// larger body before reading it.
 	maxBody = max(maxRecordsBody, maxPolicyBody, maxKeyLogBody)
@@ -529,13 +529,13 @@ func (s *Server) recoverRequest() {
 // route's refusal, when it has one): a preflight, or a steering request.
 func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, aerr *api.Error) {
 	if r.Method == http.MethodOptions {
-		s.count(routePreflight, w, r, s.preflight)
+		s.count(routePreflight, w, r, answer.Preflight)
 		return
 	}
 	if r.Method == http.MethodPost {
 		s.count(routeReports, w, r, func(w http.ResponseWriter, r *http.Request) {
 			if aerr != nil {
-				steerHeaders(w)
+				answer.Headers(w)
 				web.Refuse(w, aerr)
 				return
 			}
@@ -545,7 +545,7 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, a
 	}
 	s.count(routeSteer, w, r, func(w http.ResponseWriter, r *http.Request) {
 		if aerr != nil {
-			steerHeaders(w)
+			answer.Headers(w)
 			web.Refuse(w, aerr)
 			return
 		}

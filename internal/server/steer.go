@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -18,65 +19,9 @@ import (
 	"github.com/waisteer/waisteer/store"
 )
 
-// ManifestType is the media type of a steering manifest: the one
-// draft-pantos-content-steering registers for it (§11.1 of the draft; the
-// IANA media types registry lists application/vnd.apple.steering-list with
-// the draft as its reference), which §8.1 has the manifest served with.
-const ManifestType = "application/vnd.apple.steering-list"
-
 // errStale says that the room's state changed while a request was being
 // decided under it: the request is decided again under the new one.
 var errStale = errors.New("server: the room's policy changed during the request")
-
-// buffers are reused for the decision's signed bytes and the manifest.
-var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// Header values every steering answer shares, set in the header map as
-// they are: net/http copies a header's values when it writes them, and
-// never changes a slice it was given.
-var (
-	headerNoStore   = []string{"no-store"}
-	headerAnyOrigin = []string{"*"}
-	headerManifest  = []string{ManifestType}
-)
-
-// steerHeaders are the headers of every answer on a steering route: the
-// manifest is the client's own and never cached (§6: each request is
-// decided), and a player in a browser on another origin may read it.
-func steerHeaders(w http.ResponseWriter) {
-	h := w.Header()
-	h["Cache-Control"] = headerNoStore
-	h["Access-Control-Allow-Origin"] = headerAnyOrigin
-}
-
-// steerable writes the headers of every steering answer, a room's or a
-// pool's, and refuses what no steering route takes: a method other than GET
-// (§4; OPTIONS is the preflight's), a target over maxTarget.
-func steerable(w http.ResponseWriter, r *http.Request) bool {
-	steerHeaders(w)
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET, OPTIONS")
-		web.Refuse(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4), not %s", r.Method))
-		return false
-	}
-	if len(r.RequestURI) > maxTarget {
-		web.Refuse(w, api.Errorf(api.TargetTooLong, "the request target is %d bytes, over the %d a steering request may have", len(r.RequestURI), maxTarget))
-		return false
-	}
-	return true
-}
-
-// preflight answers a CORS preflight: a player in a browser sends CMCD in
-// request headers (CTA-5004-B header mode), which makes its GET need one.
-func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Content-Type")
-	h.Set("Access-Control-Max-Age", "86400")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusNoContent)
-}
 
 // serveSteer answers a steering request (§4 to §8.1): read the report and
 // the session (minting one for a first request), take the loads and decide
@@ -89,7 +34,7 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 // which every player retries, rather than with a manifest whose decision
 // an auditor could not fetch.
 func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
-	if !steerable(w, r) {
+	if !answer.Steerable(w, r) {
 		return
 	}
 	if s.closing.Load() {
@@ -135,27 +80,10 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 	if s.limits != nil {
 		h.keepLatest(x, session)
 	}
-	mb := buffers.Get().(*[]byte)
+	mb := answer.Buffers.Get().(*[]byte)
 	m := x.st.writer.Append((*mb)[:0], d.TTL, session, d.Priority, x.digest)
-	answerManifest(w, headerManifest, x.st.contentLength(len(m)), m, mb)
+	answer.Manifest(w, answer.HeaderManifest, x.st.contentLength(len(m)), m, mb)
 	x.release()
-}
-
-// answerManifest writes m, made in the pooled buffer mb, as a 200 of
-// content type ct and length length (nil: counted from m), and gives mb
-// back to the pool.
-func answerManifest(w http.ResponseWriter, ct, length []string, m []byte, mb *[]byte) {
-	hd := w.Header()
-	hd["Content-Type"] = ct
-	if length != nil {
-		hd["Content-Length"] = length
-	} else {
-		hd.Set("Content-Length", strconv.Itoa(len(m)))
-	}
-	w.WriteHeader(http.StatusOK)
-	w.Write(m)
-	*mb = m[:0]
-	buffers.Put(mb)
 }
 
 // unavailable answers a steering request that cannot be decided or
@@ -279,12 +207,12 @@ func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report
 		// §7.3: sign in a reused buffer. Only the signature and the
 		// digest are kept: the store holds the decision compactly and
 		// rebuilds its bytes (store.Rebuild).
-		buf := buffers.Get().(*[]byte)
+		buf := answer.Buffers.Get().(*[]byte)
 		if n := len(decision.SignedPrefix) + d.Size(); cap(*buf) < n {
 			*buf = make([]byte, 0, n)
 		}
 		_, x.digest = decision.AppendSigned((*buf)[:0], d, h.key)
-		buffers.Put(buf)
+		answer.Buffers.Put(buf)
 
 		x.job.Evidence = rk.snapshot
 		store.CompactInto(&x.job.Decision, d, x.digest, rk.snapshot.Key)

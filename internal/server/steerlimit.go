@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -34,9 +35,9 @@ func (s *Server) overBudget(w http.ResponseWriter, h *hub, why string, session r
 	if hasSession {
 		if e, ok := h.latest.Get(session, s.clock(), minTTL); ok && e.st == st {
 			h.limited.Note(why, budget.Replayed)
-			mb := buffers.Get().(*[]byte)
+			mb := answer.Buffers.Get().(*[]byte)
 			m := st.writer.Append((*mb)[:0], e.ttl, session, e.prio[:e.n], e.digest)
-			answerManifest(w, headerManifest, nil, m, mb)
+			answer.Manifest(w, answer.HeaderManifest, nil, m, mb)
 			return
 		}
 	}
@@ -58,9 +59,9 @@ func (ph *poolHub) overBudget(w http.ResponseWriter, rt *poolRoute, req *pool.Re
 	if rt.qoe != nil {
 		req.Away = ph.awayOf(rt, req, rep, time.UnixMicro(int64(ph.s.clock())))
 	}
-	mb := buffers.Get().(*[]byte)
+	mb := answer.Buffers.Get().(*[]byte)
 	m, _, _ := ph.p.Steer((*mb)[:0], req)
-	answerManifest(w, headerJSON, nil, m, mb)
+	answer.Manifest(w, answer.HeaderJSON, nil, m, mb)
 }
 
 // writeLimitMetrics writes the counts of steering requests over budget,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/view"
 )
@@ -29,3 +30,6 @@ type (
 	Epoch           = view.Epoch
 	ReportsAnswer   = view.ReportsAnswer
 )
+
+// ManifestType is the media type of a steering manifest (answer.ManifestType).
+const ManifestType = answer.ManifestType
