@@ -18,6 +18,7 @@ import (
 	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -64,7 +65,7 @@ func (fe *fuzzEnv) get(t *testing.T) *Server {
 	fe.mem, fe.uses = store.NewMemory(), 1
 	clock := newClock(t0)
 	srv, err := New(context.Background(), Config{
-		Rooms: []RoomConfig{{Descriptor: fe.sc.Room.DescriptorBytes, KeyLogHead: fe.sc.Room.HeadBytes,
+		Rooms: []roomsteer.Config{{Descriptor: fe.sc.Room.DescriptorBytes, KeyLogHead: fe.sc.Room.HeadBytes,
 			Policy: fe.sc.PolicyBytes, SteeringKey: fe.sc.SteerKey}},
 		Pools:         []pool.Config{seedPool(nil, nil)}, // the station seed's, unchecked
 		OperatorToken: testToken,

@@ -30,22 +30,18 @@ import (
 // both: the routes, the preflight, the sessions counted in the table of
 // loads, the metrics, the logs and the operator's token.
 type steerer interface {
-	// serveSteer answers a request on the route: a GET, or a refusal.
-	serveSteer(w http.ResponseWriter, r *http.Request)
-	// label names the steerer in messages: "room <id>", "pool <name>".
-	label() string
-	// readsHost says whether the answer depends on the Host the request
+	// ServeSteer answers a request on the route: a GET, or a refusal.
+	ServeSteer(w http.ResponseWriter, r *http.Request)
+	// Label names the steerer in messages: "room <id>", "pool <name>".
+	Label() string
+	// ReadsHost says whether the answer depends on the Host the request
 	// reached (a pool's RELOAD-URI), which the fasthttp path then copies.
-	readsHost() bool
-	// reportsTo is where a CMCD event report posted to the route goes:
+	ReadsHost() bool
+	// ReportsTo is where a CMCD event report posted to the route goes:
 	// the steerer's QoE watch (nil when it steers by none), its pathways
 	// and the request's cohort.
-	reportsTo(r *http.Request) (*qoewatch.Watch, []string, string)
+	ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string)
 }
-
-func (h *hub) serveSteer(w http.ResponseWriter, r *http.Request) { h.s.serveSteer(w, r, h) }
-func (h *hub) label() string                                     { return "room " + h.id.String() }
-func (h *hub) readsHost() bool                                   { return false }
 
 // A poolHub is one pool the server steers: the pool itself, the checker of
 // its edges' health, and what the operator sees of both.
@@ -99,14 +95,14 @@ func poolLoadsID(name string) sig.Hash {
 	return sha256.Sum256([]byte("waisteer pool\x00" + name))
 }
 
-func (ph *poolHub) label() string {
+func (ph *poolHub) Label() string {
 	if ph.name == "" {
 		return "pool [steering]"
 	}
 	return "pool " + ph.name
 }
 
-func (ph *poolHub) readsHost() bool { return true }
+func (ph *poolHub) ReadsHost() bool { return true }
 
 func (ph *poolHub) logName() string {
 	if ph.name == "" {
@@ -160,11 +156,11 @@ func (ph *poolHub) watch(c pool.Config) error {
 	// A new aggregator's figures start empty: its settings' moves start
 	// afresh.
 	ph.p.SetBehind(nil)
-	ph.qoe.Store(qoewatch.New(agg, ph.label(), ph.p.SetBehind))
+	ph.qoe.Store(qoewatch.New(agg, ph.Label(), ph.p.SetBehind))
 	return nil
 }
 
-func (ph *poolHub) reportsTo(r *http.Request) (*qoewatch.Watch, []string, string) {
+func (ph *poolHub) ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string) {
 	rt := ph.route.Load()
 	w := ph.qoe.Load()
 	if w == nil {
@@ -260,13 +256,13 @@ func (x *poolSteering) decide([]uint32, uint64) (int, uint64, error) { return x.
 // serveSteer answers a GET of the pool's route with the session's
 // manifest (the station seed's route): 404 while the pool has no edges,
 // which the seed calls steering off; never 410 or 429 (players.md).
-func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
+func (ph *poolHub) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	if !answer.Steerable(w, r) {
 		return
 	}
 	rt := ph.route.Load()
 	if !ph.p.Enabled() {
-		web.Refuse(w, api.Errorf(api.NotFound, "steering is off: %s has no edges", ph.label()))
+		web.Refuse(w, api.Errorf(api.NotFound, "steering is off: %s has no edges", ph.Label()))
 		return
 	}
 	// The players' parameters and CMCD are read as a room reads them

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/waisteer/waisteer/internal/api"
-	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/steerroute"
+	"github.com/waisteer/waisteer/internal/view"
 	"github.com/waisteer/waisteer/internal/web"
 )
 
@@ -105,7 +105,7 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 		default:
 			var body []byte
 			var aerr *api.Error
-			if body, aerr = readBody(w, r, 4<<10); aerr != nil {
+			if body, aerr = web.ReadBody(w, r, 4<<10); aerr != nil {
 				web.Refuse(w, aerr)
 				return
 			}
@@ -125,7 +125,7 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 			}
 		}
 		if err != nil {
-			web.Refuse(w, api.Errorf(api.NotFound, "%s: %v", ph.label(), err))
+			web.Refuse(w, api.Errorf(api.NotFound, "%s: %v", ph.Label(), err))
 			return
 		}
 		api.WriteJSON(w, http.StatusOK, s.poolView(r.Context(), ph))
@@ -160,7 +160,7 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 		}
 		if ph.checker != nil && e.Checked {
 			if st, ok := ph.checker.Status(e.Pathway); ok {
-				ev.Health = *healthView(st)
+				ev.Health = *view.HealthOf(st)
 			}
 		}
 		v.Edges = append(v.Edges, ev)
@@ -387,18 +387,4 @@ func (s *Server) writePoolMetrics(ctx context.Context, b *bytes.Buffer) {
 			fmt.Fprintf(b, "waisteer_pool_sessions{pool=%q,first=%q} %d\n", r.ph.name, e.Pathway, loads[i])
 		}
 	}
-}
-
-// healthView is a check's status as the operator sees it.
-func healthView(st health.Status) *HealthView {
-	v := &HealthView{Up: st.Up, Failures: st.Failures, LastError: st.LastError, LastMs: st.LastMs}
-	if !st.LastCheck.IsZero() {
-		t := st.LastCheck.UTC()
-		v.LastCheck = &t
-	}
-	if !st.Since.IsZero() {
-		t := st.Since.UTC()
-		v.Since = &t
-	}
-	return v
 }

@@ -21,8 +21,8 @@ func (s *Server) watches() []*qoewatch.Watch {
 		}
 	}
 	for _, h := range s.sortedHubs() {
-		if h.qoe != nil {
-			out = append(out, h.qoe)
+		if w := h.QoE(); w != nil {
+			out = append(out, w)
 		}
 	}
 	return out

@@ -26,10 +26,10 @@ func cohortHeaderOf(r *http.Request, name string) string {
 // steerer that does not steer by QoE.
 func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer) {
 	answer.Headers(w)
-	wt, ids, cohort := st.reportsTo(r)
+	wt, ids, cohort := st.ReportsTo(r)
 	if wt == nil {
 		w.Header().Set("Allow", "GET, OPTIONS")
-		web.Refuse(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4); %s does not steer by what players report, and takes no reports", st.label()))
+		web.Refuse(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4); %s does not steer by what players report, and takes no reports", st.Label()))
 		return
 	}
 	// Behind trusted proxies, the client they name.

@@ -24,6 +24,7 @@ import (
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/qoewatch"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
@@ -246,7 +247,7 @@ func newRouteServer(t testing.TB, sc *scenario.Scenario, dir string) *routeEnv {
 	c.QoE.MinSessions, c.QoE.Lowest = 3, 800_000
 	clock := newClock(t0)
 	cfg := Config{
-		Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey,
+		Rooms: []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey,
 			QoE: &qoe.Config{Window: time.Minute, MinSessions: 3, Fraction: 0.5, Margin: 0.2, Hold: time.Minute}}},
 		Pools:         []pool.Config{c},
 		OperatorToken: testToken,
@@ -453,18 +454,18 @@ func TestRouteTableBothEngines(t *testing.T) {
 	for engine, e := range envs {
 		now := time.UnixMicro(int64(e.clock.Load()))
 		pw := e.srv.poolNamed("").qoe.Load()
-		rw := e.srv.sortedHubs()[0].qoe
+		rw := e.srv.sortedHubs()[0].QoE()
 		pw.Evaluate(e.srv.log, now)
 		rw.Evaluate(e.srv.log, now)
-		st := e.srv.sortedHubs()[0].state.Load()
-		seq, _ := st.keyLogSeq()
+		st := e.srv.sortedHubs()[0].State()
+		seq, _ := st.KeyLogSeq()
 		v := e.srv.poolView(context.Background(), e.srv.poolNamed(""))
 		var edges []string
 		for _, ed := range v.Edges {
 			edges = append(edges, fmt.Sprintf("%s w%d drained=%v", ed.Pathway, ed.Weight, ed.Drained))
 		}
 		states[engine] = fmt.Sprintf("pool cells %v\npool ignored %v\nroom cells %v\nroom ignored %v\nedges %v\npolicy %s seq %d",
-			cellsOf(pw), pw.Agg.Ignored(), cellsOf(rw), rw.Agg.Ignored(), edges, st.digest, seq)
+			cellsOf(pw), pw.Agg.Ignored(), cellsOf(rw), rw.Agg.Ignored(), edges, st.Digest(), seq)
 		// By hand: the pool's cells are the steering requests' reports
 		// (fra 3, par 2, ams 1 on cdn-b, the par session moved to report
 		// cdn-a once) and the reports' (wxyz 3 on cdn-a, qqqq 1 on cdn-b).

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/steerroute"
 )
 
@@ -30,7 +31,7 @@ type steerTarget struct {
 // steered by before, still reach it unless another room or a pool now
 // steers there: a player holding an earlier manifest's RELOAD-URI is
 // answered, never 404 (players.md).
-func buildRoutes(hubs []*hub, pools []*poolHub, h *hub, st *roomState, known []string) (*routeTable, error) {
+func buildRoutes(hubs []*roomsteer.Room, pools []*poolHub, h *roomsteer.Room, st *roomsteer.State, known []string) (*routeTable, error) {
 	t := &routeTable{steer: map[string][]steerTarget{}, decisions: slices.Clone(known), edges: map[string]*poolHub{}}
 	taken := func(r steerroute.Route) *steerTarget {
 		for i, other := range t.steer[r.Path] {
@@ -44,34 +45,34 @@ func buildRoutes(hubs []*hub, pools []*poolHub, h *hub, st *roomState, known []s
 		rt := ph.route.Load()
 		r := steerroute.PathOnly(rt.path)
 		if ts := t.steer[r.Path]; len(ts) > 0 {
-			return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", ts[0].to.label(), ph.label(), r.Path)
+			return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", ts[0].to.Label(), ph.Label(), r.Path)
 		}
 		t.steer[r.Path] = append(t.steer[r.Path], steerTarget{to: ph, route: r})
 		t.edges[rt.path+"/edges"] = ph
 	}
 	for _, hb := range hubs {
-		s := hb.state.Load()
+		s := hb.State()
 		if hb == h && st != nil {
 			s = st
 		}
-		for _, r := range s.steer {
+		for _, r := range s.Steer() {
 			if ts := t.steer[r.Path]; len(ts) > 0 && isPool(ts[0].to) {
-				return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", ts[0].to.label(), hb.label(), r.Path)
+				return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", ts[0].to.Label(), hb.Label(), r.Path)
 			}
 			if other := taken(r); other != nil {
-				return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", other.to.label(), hb.label(), r.Path)
+				return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", other.to.Label(), hb.Label(), r.Path)
 			}
 			if ph := t.edges[r.Path]; ph != nil {
-				return nil, api.Errorf(api.RouteConflict, "%s steers at %q, the path of %s's edges", hb.label(), r.Path, ph.label())
+				return nil, api.Errorf(api.RouteConflict, "%s steers at %q, the path of %s's edges", hb.Label(), r.Path, ph.Label())
 			}
 			t.steer[r.Path] = append(t.steer[r.Path], steerTarget{to: hb, route: r})
 		}
-		if !slices.Contains(t.decisions, s.decisions) {
-			t.decisions = append(t.decisions, s.decisions)
+		if !slices.Contains(t.decisions, s.Decisions()) {
+			t.decisions = append(t.decisions, s.Decisions())
 		}
 	}
 	for _, hb := range hubs {
-		for _, r := range hb.retired {
+		for _, r := range hb.Retired() {
 			if ts := t.steer[r.Path]; len(ts) > 0 && isPool(ts[0].to) || t.edges[r.Path] != nil {
 				continue // a pool's now
 			}

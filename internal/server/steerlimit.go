@@ -10,8 +10,6 @@ import (
 	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/pool"
-	"github.com/waisteer/waisteer/internal/sig"
-	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
 )
 
@@ -25,25 +23,6 @@ func (s *Server) clientAddr(r *http.Request) netip.Addr { return budget.Client(s
 
 // limitNow is the instant budgets are spent at: the room clock's.
 func (s *Server) limitNow() time.Time { return time.UnixMicro(int64(s.clock())) }
-
-// overBudget answers a room's steering request that is over budget (why):
-// its session's latest manifest again when the room made it less than
-// min_ttl_s ago under the policy it steers by now, else 503.
-func (s *Server) overBudget(w http.ResponseWriter, h *hub, why string, session report.Session, hasSession bool) {
-	st := h.state.Load()
-	minTTL := uint64(st.policy.MinTTLs) * 1_000_000
-	if hasSession {
-		if e, ok := h.latest.Get(session, s.clock(), minTTL); ok && e.st == st {
-			h.limited.Note(why, budget.Replayed)
-			mb := answer.Buffers.Get().(*[]byte)
-			m := st.writer.Append((*mb)[:0], e.ttl, session, e.prio[:e.n], e.digest)
-			answer.Manifest(w, answer.HeaderManifest, nil, m, mb)
-			return
-		}
-	}
-	h.limited.Note(why, budget.Refused)
-	budget.Refuse(w, st.policy.MinTTLs)
-}
 
 // overBudget answers a pool's steering request that is over budget (why):
 // with a session the pool minted (hasSession), the manifest the pool
@@ -72,29 +51,10 @@ func (s *Server) writeLimitMetrics(b *bytes.Buffer) {
 	}
 	b.WriteString(budget.MetricsHelp)
 	for _, h := range s.sortedHubs() {
-		h.limited.Write(b, fmt.Sprintf("room=\"%s\"", h.id))
+		h.Limited().Write(b, fmt.Sprintf("room=\"%s\"", h.ID()))
 	}
 	for _, ph := range s.poolsSorted() {
 		ph.limited.Write(b, fmt.Sprintf("pool=%q", ph.name))
 	}
 	s.limits.WriteKeys(b)
-}
-
-// latestManifest is what a room's manifest to one session was made of
-// (§8.1), kept to answer it again.
-type latestManifest struct {
-	st     *roomState
-	digest sig.Hash
-	ttl    uint32
-	n      uint8
-	prio   [policy.MaxPathways]uint8
-}
-
-// keepLatest keeps the manifest of x's decision for its session, to be
-// answered again if the session asks again over budget.
-func (h *hub) keepLatest(x *steering, session report.Session) {
-	d := &x.d
-	m := latestManifest{st: x.st, digest: x.digest, ttl: d.TTL}
-	m.n = uint8(copy(m.prio[:], d.Priority))
-	h.latest.Put(session, x.t, m, x.t, uint64(x.st.policy.MinTTLs)*1_000_000)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/store"
 )
@@ -217,7 +218,7 @@ func TestSteerBudgetsOff(t *testing.T) {
 	if e.srv.limits != nil || e.status().Limited != nil {
 		t.Fatal("no budget configured, and yet budgets")
 	}
-	if e.srv.hubs[e.sc.Room.ID()].latest.Len() != 0 {
+	if e.srv.hubs[e.sc.Room.ID()].Replayable() != 0 {
 		t.Fatal("a manifest kept with no budget")
 	}
 }
@@ -342,7 +343,7 @@ func BenchmarkSteerBudgets(b *testing.B) {
 				b.Fatal(err)
 			}
 			srv, err := New(context.Background(), Config{
-				Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+				Rooms: []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
 				Clock: newClock(t0).Load, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: c.limits,
 			}, store.NewMemory(), store.NewLoads())
 			if err != nil {

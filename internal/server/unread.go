@@ -10,9 +10,9 @@ import (
 func (s *Server) writeReportMetrics(b *bytes.Buffer) {
 	b.WriteString(qoewatch.UnreadHelp)
 	for _, h := range s.sortedHubs() {
-		h.unread.Write(b, h.label())
+		h.Unread().Write(b, h.Label())
 	}
 	for _, ph := range s.poolsSorted() {
-		ph.unread.Write(b, ph.label())
+		ph.unread.Write(b, ph.Label())
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/budget"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/view"
 )
 
@@ -33,3 +34,9 @@ type (
 
 // ManifestType is the media type of a steering manifest (answer.ManifestType).
 const ManifestType = answer.ManifestType
+
+// RoomConfig is one room the server steers (roomsteer.Config).
+type RoomConfig = roomsteer.Config
+
+// RoomChecks are the health checks of a room's pathways (roomsteer.Checks).
+type RoomChecks = roomsteer.Checks

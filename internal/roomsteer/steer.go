@@ -1,4 +1,4 @@
-package server
+package roomsteer
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -23,7 +24,7 @@ import (
 // decided under it: the request is decided again under the new one.
 var errStale = errors.New("server: the room's policy changed during the request")
 
-// serveSteer answers a steering request (§4 to §8.1): read the report and
+// ServeSteer answers a steering request (§4 to §8.1): read the report and
 // the session (minting one for a first request), take the loads and decide
 // (§6), sign (§7.3), commit the decision durably with others, and answer
 // the manifest (§8.1).
@@ -33,21 +34,21 @@ var errStale = errors.New("server: the room's policy changed during the request"
 // cannot be stored (or decided) is answered 503 (or 500) with Retry-After,
 // which every player retries, rather than with a manifest whose decision
 // an auditor could not fetch.
-func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
+func (h *Room) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	if !answer.Steerable(w, r) {
 		return
 	}
-	if s.closing.Load() {
-		s.unavailable(w, h, api.Errorf(api.Closing, "the server is closing"))
+	if h.d.Closing.Load() {
+		h.unavailable(w, api.Errorf(api.Closing, "the server is closing"))
 		return
 	}
 
 	// §4.1: the query is read once, for the session and the report.
 	q := report.ParseQuery(r.RequestURI)
 	session, ok := q.Session()
-	if s.limits != nil {
-		if why := s.limits.Admit(s.clientAddr(r), !ok, s.limitNow()); why != "" {
-			s.overBudget(w, h, why, session, ok)
+	if h.d.Budgets != nil {
+		if why := h.d.Budgets.Admit(budget.Client(h.d.Proxies, r), !ok, h.limitNow()); why != "" {
+			h.overBudget(w, why, session, ok)
 			return
 		}
 	}
@@ -55,29 +56,29 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 		// COMPANION §6: no session, a first request: mint one (§6).
 		var err error
 		if session, err = report.NewSession(nil); err != nil {
-			s.unavailable(w, h, api.Errorf(api.Internal, "minting a session: %v", err))
+			h.unavailable(w, api.Errorf(api.Internal, "minting a session: %v", err))
 			return
 		}
 	}
 
 	x := steerings.Get().(*steering)
-	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
+	if aerr := h.decide(r, &q, session, x); aerr != nil {
 		x.release()
-		s.unavailable(w, h, aerr)
+		h.unavailable(w, aerr)
 		return
 	}
 	// The manifest goes out only once its decision is durable: it names
 	// the decision's URI (§8.4), where an auditor must find it.
-	if err := s.commits.Commit(r.Context(), &x.job); err != nil {
+	if err := h.d.Commits.Commit(r.Context(), &x.job); err != nil {
 		// The committer has answered (or never took) the job.
 		x.release()
-		s.unavailable(w, h, s.fails.Failed("the decision could not be stored", err))
+		h.unavailable(w, h.d.Fails.Failed("the decision could not be stored", err))
 		return
 	}
 
 	d := &x.d
 	x.st.firsts[d.Reason][d.Priority[0]].Add(1)
-	if s.limits != nil {
+	if h.d.Budgets != nil {
 		h.keepLatest(x, session)
 	}
 	mb := answer.Buffers.Get().(*[]byte)
@@ -91,7 +92,7 @@ func (s *Server) serveSteer(w http.ResponseWriter, r *http.Request, h *hub) {
 // a client it asks to come back soon (§6.5). Players retry a 500 or a 503
 // (hls.js and Shaka after the last TTL, Media3 after 300 s, dash.js after
 // its TTL unless it was the first request); none stops steering for it.
-func (s *Server) unavailable(w http.ResponseWriter, h *hub, e *api.Error) {
+func (h *Room) unavailable(w http.ResponseWriter, e *api.Error) {
 	w.Header().Set("Retry-After", strconv.FormatUint(uint64(h.state.Load().policy.MinTTLs), 10))
 	web.Refuse(w, e)
 }
@@ -100,9 +101,8 @@ func (s *Server) unavailable(w http.ResponseWriter, h *hub, e *api.Error) {
 // from, the decision, and the job that commits it. It is reused, so that a
 // request allocates little beyond what net/http does.
 type steering struct {
-	s    *Server
-	h    *hub
-	st   *roomState
+	h    *Room
+	st   *State
 	rk   *ranked
 	rep  report.Report
 	draw uint32
@@ -127,7 +127,7 @@ var steerings = sync.Pool{New: func() any {
 // release returns x to the pool, keeping its buffers and no reference to
 // a room.
 func (x *steering) release() {
-	x.s, x.h, x.st, x.rk, x.ruleErr = nil, nil, nil, nil, nil
+	x.h, x.st, x.rk, x.ruleErr = nil, nil, nil, nil
 	x.job.Evidence = store.Evidence{}
 	steerings.Put(x)
 }
@@ -153,7 +153,7 @@ func (x *steering) decideLoads(loads []uint32, at uint64) (int, uint64, error) {
 	x.loads = append(x.loads[:0], loads...)
 	// §6, §9.2: the session counts toward its first pathway until its
 	// manifest's TTL and the grace have passed.
-	expires, carry := bits.Add64(x.t, uint64(o.TTL)*1_000_000+x.s.grace, 0)
+	expires, carry := bits.Add64(x.t, uint64(o.TTL)*1_000_000+x.h.d.Grace, 0)
 	if carry != 0 {
 		x.ruleErr = errors.New("the session's expiry is past the room clock's range")
 		return 0, 0, x.ruleErr
@@ -169,35 +169,35 @@ func (x *steering) decideLoads(loads []uint32, at uint64) (int, uint64, error) {
 // is internal. The request counts as being decided (the committer waits
 // for it, inFlight) from here until it is handed to the committer, or
 // until decide fails.
-func (s *Server) decide(r *http.Request, h *hub, q *report.Query, session report.Session, x *steering) (aerr *api.Error) {
-	s.commits.StartDeciding()
+func (h *Room) decide(r *http.Request, q *report.Query, session report.Session, x *steering) (aerr *api.Error) {
+	h.d.Commits.StartDeciding()
 	defer func() {
 		if aerr != nil {
-			s.commits.LeaveDeciding()
+			h.d.Commits.LeaveDeciding()
 		}
 	}()
-	x.s, x.h = s, h
+	x.h = h
 	for attempt := 0; ; attempt++ {
 		st := h.state.Load()
 		protocol, rep, unread := q.ReportUnread(r.Header, st.ids)
-		rk, t, err := h.rank(st, s.clock())
+		rk, t, err := h.rank(st, h.d.Clock())
 		if err != nil {
 			return api.Errorf(api.Internal, "ranking the pathways: %v", err)
 		}
 		x.st, x.rk, x.rep, x.t, x.ruleErr = st, rk, rep, t, nil
 		x.draw = decision.Draw(st.digest, session) // §6.3
-		err = s.loads.Steer(r.Context(), h.id, len(st.ids), session, t, x.rule)
+		err = h.d.Loads.Steer(r.Context(), h.id, len(st.ids), session, t, x.rule)
 		switch {
 		case x.ruleErr == errStale && attempt < 3:
 			continue
 		case x.ruleErr != nil:
 			return api.Errorf(api.Internal, "deciding: %v", x.ruleErr)
 		case err != nil:
-			return s.fails.Failed("the table of loads", err)
+			return h.d.Fails.Failed("the table of loads", err)
 		}
 		h.unread.Note(unread, rep)
 		if h.qoe != nil {
-			h.qoe.AddReport(st.ids, rep, "", session, qoe.ClientOf(s.clientAddr(r)), time.UnixMicro(int64(x.t)))
+			h.qoe.AddReport(st.ids, rep, "", session, qoe.ClientOf(budget.Client(h.d.Proxies, r)), time.UnixMicro(int64(x.t)))
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {
