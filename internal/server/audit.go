@@ -145,8 +145,8 @@ func (s *Server) roomBytes(r *http.Request) (desc, head []byte, aerr *api.Error)
 		return nil, nil, aerr
 	}
 	if h, ok := s.hubs[id]; ok {
-		st := h.state.Load()
-		return st.descriptor, st.head, nil
+		st := h.State()
+		return st.Descriptor(), st.Head(), nil
 	}
 	if a, ok := s.archived[id]; ok {
 		return a.Descriptor, a.KeyLogHead, nil

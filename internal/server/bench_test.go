@@ -21,6 +21,7 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -51,7 +52,7 @@ func benchServer(b *testing.B, spec scenario.Spec, st store.Store) (*Server, *sc
 	}
 	clock := newClock(t0)
 	srv, err := New(context.Background(), Config{
-		Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes,
+		Rooms: []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes,
 			Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
 		Clock:  clock.Load,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -165,7 +166,7 @@ func BenchmarkLoopback(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
-			groups, decisions := srv.metrics.commitBatch.Totals()
+			groups, decisions := srv.commits.Groups()
 			b.ReportMetric(float64(decisions)/float64(max(groups, 1)), "decisions/commit")
 		})
 	}

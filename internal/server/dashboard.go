@@ -22,7 +22,9 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/reason"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/verify"
@@ -140,11 +142,11 @@ func (s *Server) sample(ctx context.Context) {
 	}
 	var rooms []roomS
 	for _, h := range s.sortedHubs() {
-		st, aerr := s.roomStatus(ctx, h, back)
+		st, aerr := h.Status(ctx, back)
 		if aerr != nil {
 			continue
 		}
-		rooms = append(rooms, roomS{h.id, roomSampleOf(now, &st)})
+		rooms = append(rooms, roomS{h.ID(), roomSampleOf(now, &st)})
 	}
 	type poolS struct {
 		name string
@@ -203,11 +205,11 @@ func (s *Server) dashboardState(ctx context.Context) DashboardState {
 	}
 	s.dash.mu.Unlock()
 	for _, h := range s.sortedHubs() {
-		st, aerr := s.roomStatus(ctx, h, s.clock())
+		st, aerr := h.Status(ctx, s.clock())
 		if aerr != nil {
 			continue
 		}
-		rd := RoomDash{Status: st, Hops: s.hopsOf(h, st.Window), History: append(rooms[h.id], roomSampleOf(now, &st))}
+		rd := RoomDash{Status: st, Hops: s.hopsOf(h, st.Window), History: append(rooms[h.ID()], roomSampleOf(now, &st))}
 		out.Rooms = append(out.Rooms, rd)
 	}
 	for _, ph := range s.poolsSorted() {
@@ -223,15 +225,13 @@ func (s *Server) dashboardState(ctx context.Context) DashboardState {
 
 // hopsOf is each hop's records over the window [a, b), by pathway in the
 // policy's order and hop in the pathway's.
-func (s *Server) hopsOf(h *hub, w [2]uint64) []HopDash {
-	st := h.state.Load()
+func (s *Server) hopsOf(h *roomsteer.Room, w [2]uint64) []HopDash {
+	st := h.State()
 	out := []HopDash{}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, pw := range st.policy.Pathways {
+	for _, pw := range st.Policy().Pathways {
 		for _, hop := range pw.Hops {
 			hd := HopDash{Pathway: pw.ID, Hop: hop.Key.String(), Records: []RecordSpan{}, Gaps: [][2]uint64{}}
-			es := h.index.InWindow(hop.Key, w[0], w[1])
+			es := h.RecordsInWindow(hop.Key, w[0], w[1])
 			slices.SortFunc(es, func(x, y evidence.Entry) int { return cmp.Compare(x.Record.Start, y.Record.Start) })
 			at := w[0]
 			for _, e := range es {
@@ -386,7 +386,7 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 	c := &client.Client{HTTP: &http.Client{Transport: handlerTransport{s}, Timeout: 30 * time.Second}, UserAgent: "waisteer inspector"}
 	var in verify.Input
 	if raw == nil {
-		in, err = c.FetchInput(r.Context(), dashOrigin+stableDecisions+digest.String(), nil)
+		in, err = c.FetchInput(r.Context(), dashOrigin+steerroute.StableDecisions+digest.String(), nil)
 	} else {
 		in, err = c.FetchAround(r.Context(), dashOrigin, raw, nil)
 	}

@@ -221,7 +221,7 @@ func BenchmarkDashboardState(b *testing.B) {
 	h := e.srv.sortedHubs()[0]
 	b.Run("status", func(b *testing.B) {
 		for b.Loop() {
-			if _, aerr := e.srv.roomStatus(context.Background(), h, e.srv.clock()); aerr != nil {
+			if _, aerr := h.Status(context.Background(), e.srv.clock()); aerr != nil {
 				b.Fatal(aerr)
 			}
 		}

@@ -9,7 +9,7 @@
 // differ only in how a steering route's GET is answered (the steerer
 // interface); the routes, preflight, sessions, metrics, logs and operator
 // token are the same. A room's pathways may be health-checked too
-// (RoomChecks): while one is down the room steers by a policy its steering
+// (roomsteer.Checks): while one is down the room steers by a policy its steering
 // key signs with that pathway's latency past the ceiling (overlayPolicy), so
 // that it is first for no client, one reporting it as current included.
 //

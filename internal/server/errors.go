@@ -12,7 +12,7 @@ func (s *Server) storeUp() (bool, uint64) {
 	if h, ok := s.st.(store.Health); ok {
 		return h.Up(), h.Outages()
 	}
-	return !s.commits.failing.Load(), s.commits.outages.Load()
+	return !s.commits.Failing(), s.commits.Outages()
 }
 
 // storeReachable is storeUp's first answer.

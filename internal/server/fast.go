@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/web"
 )
@@ -246,8 +247,8 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	}
 	if len(s.proxies) > 0 {
 		// A trusted proxy names the client (clientAddr).
-		for _, v := range c.Request.Header.PeekAll(forwardedFor) {
-			x.r.Header[forwardedFor] = append(x.r.Header[forwardedFor], string(v))
+		for _, v := range c.Request.Header.PeekAll(budget.ForwardedFor) {
+			x.r.Header[budget.ForwardedFor] = append(x.r.Header[budget.ForwardedFor], string(v))
 		}
 	}
 	if ph, ok := h.(*poolHub); ok {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/scenario"
 )
@@ -131,7 +132,7 @@ func TestFastSameAnswers(t *testing.T) {
 		{"GET", "/v1/steer?_HLS_pathway=a&_HLS_throughput=5000000", "", nil},
 		{"GET", "/v1/steer?_HLS_pathway=a", "bl=30000,mtp=8000", nil},
 		{"GET", "/v1/steer?%zz&_HLS_pathway=%", "bl=(1 2", nil},
-		{"GET", "/v1/steer?x=" + strings.Repeat("a", maxTarget), "", nil},
+		{"GET", "/v1/steer?x=" + strings.Repeat("a", answer.MaxTarget), "", nil},
 		{"GET", "/v1/st%65er", "", nil},
 		{"GET", "/v1//steer", "", nil},
 		{"HEAD", "/v1/steer", "", nil},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
 )
@@ -103,10 +104,10 @@ func (p *enginePair) serve(raw []byte) (fast, std fastAnswer) {
 // instant (which must not panic).
 func (p *enginePair) qoeState(e *routeEnv) string {
 	now := time.UnixMicro(int64(e.clock.Load()))
-	pw, rw := e.srv.poolNamed("").qoe.Load(), e.srv.sortedHubs()[0].qoe
-	e.srv.evaluate(pw, now)
-	e.srv.evaluate(rw, now)
-	return fmt.Sprintf("pool %v %v\nroom %v %v", cellsOf(pw), pw.agg.Ignored(), cellsOf(rw), rw.agg.Ignored())
+	pw, rw := e.srv.poolNamed("").qoe.Load(), e.srv.sortedHubs()[0].QoE()
+	pw.Evaluate(e.srv.log, now)
+	rw.Evaluate(e.srv.log, now)
+	return fmt.Sprintf("pool %v %v\nroom %v %v", cellsOf(pw), pw.Agg.Ignored(), cellsOf(rw), rw.Agg.Ignored())
 }
 
 // sameState fails t when the two servers' QoE differ.
@@ -218,7 +219,7 @@ func FuzzFastSteer(f *testing.F) {
 			if !strings.Contains(fa.body, "PATHWAY-PRIORITY") {
 				t.Fatalf("%.300q: 200 %s", raw, fa.body)
 			}
-		case fa.status == http.StatusRequestURITooLong && len(target) > maxTarget:
+		case fa.status == http.StatusRequestURITooLong && len(target) > answer.MaxTarget:
 		case fa.status == http.StatusBadRequest && strings.Contains(fa.body, `"bad_path"`):
 		default:
 			t.Fatalf("%.300q: %d %s", raw, fa.status, fa.body)

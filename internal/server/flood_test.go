@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/limit"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
@@ -135,7 +136,7 @@ func TestSteerFlood(t *testing.T) {
 	began := time.Now()
 	clock := func() uint64 { return t0 + uint64(time.Since(began).Microseconds()) }
 	srv, err := New(context.Background(), Config{
-		Rooms:         []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+		Rooms:         []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
 		OperatorToken: testToken, Clock: clock, Limits: budgets,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, bolt, store.NewLoads())
@@ -147,15 +148,7 @@ func TestSteerFlood(t *testing.T) {
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	server := path(t, sc.Policy.ServerURI)
 	h := srv.hubs[sc.Room.ID()]
-	decided := func() (n uint64) {
-		st := h.state.Load()
-		for rsn := range st.firsts {
-			for i := range st.firsts[rsn] {
-				n += st.firsts[rsn][i].Load()
-			}
-		}
-		return n
-	}
+	decided := func() uint64 { return h.State().Decided() }
 	fileSize := func() int64 {
 		fi, err := os.Stat(file)
 		if err != nil {
@@ -192,7 +185,7 @@ func TestSteerFlood(t *testing.T) {
 	phase := func(name string, flood func(ctx context.Context, count func(int))) floodPhase {
 		ph := floodPhase{name: name, floodByStatus: map[int]int{}}
 		before, size := decided(), fileSize()
-		lim0 := *limitedView(&h.limited)
+		lim0 := *h.Limited().View()
 		ctx, cancel := context.WithTimeout(context.Background(), *floodD)
 		defer cancel()
 		var mu sync.Mutex
@@ -239,7 +232,7 @@ func TestSteerFlood(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the last group commit
 		ph.decisions = decided() - before
 		ph.fileGrowth = fileSize() - size
-		lim1 := *limitedView(&h.limited)
+		lim1 := *h.Limited().View()
 		ph.replayed, ph.refused = diffCounts(lim1.Replayed, lim0.Replayed), diffCounts(lim1.Refused, lim0.Refused)
 		slices.Sort(lat)
 		if len(lat) > 0 {

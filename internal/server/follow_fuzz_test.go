@@ -9,6 +9,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -39,7 +40,7 @@ func FuzzApplyFeed(f *testing.F) {
 		ctx := context.Background()
 		mem := store.NewMemory()
 		srv, err := New(ctx, Config{
-			Rooms:  []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+			Rooms:  []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
 			Clock:  newClock(t0).Load,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}, mem, store.NewLoads())
@@ -48,7 +49,7 @@ func FuzzApplyFeed(f *testing.F) {
 		}
 		defer srv.Close(ctx)
 		h := srv.hubs[id]
-		before := h.state.Load()
+		before := h.State()
 		var b store.FeedBatch
 		if which&1 != 0 {
 			b.Records = []store.Record{{Digest: evidence.NamedDigest(rec), Room: id, Raw: rec}}
@@ -68,21 +69,21 @@ func FuzzApplyFeed(f *testing.F) {
 		if err := srv.applyFeed(ctx, b); err != nil {
 			t.Fatalf("applying the batch: %v", err)
 		}
-		after := h.state.Load()
+		after := h.State()
 
-		_, readErr := before.room.ReadRecord(rec)
-		if joined := h.fromPeers.Load() == 1; joined != (which&1 != 0 && readErr == nil) {
+		_, readErr := before.Room().ReadRecord(rec)
+		if joined := h.FromPeers() == 1; joined != (which&1 != 0 && readErr == nil) {
 			t.Fatalf("record joined %v; the room reads it: %v", joined, readErr)
 		}
-		if !bytes.Equal(after.head, before.head) {
+		if !bytes.Equal(after.Head(), before.Head()) {
 			rm, err := room.Open(sc.Room.DescriptorBytes, kh)
-			if which&2 == 0 || !bytes.Equal(after.head, kh) || err != nil || rm.Head().Seq <= sc.Room.Head().Seq {
-				t.Fatalf("head %x installed from %x (%v)", after.head, kh, err)
+			if which&2 == 0 || !bytes.Equal(after.Head(), kh) || err != nil || rm.Head().Seq <= sc.Room.Head().Seq {
+				t.Fatalf("head %x installed from %x (%v)", after.Head(), kh, err)
 			}
 		}
-		if h.base.Digest() != before.policy.Digest() {
+		if h.OperatorPolicy().Digest() != before.Policy().Digest() {
 			if _, err := policy.Parse(pol); which&4 == 0 || err != nil {
-				t.Fatalf("policy %s installed from %x (%v)", h.base.Digest(), pol, err)
+				t.Fatalf("policy %s installed from %x (%v)", h.OperatorPolicy().Digest(), pol, err)
 			}
 		}
 	})

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -17,8 +15,9 @@ import (
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/roomsteer"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
-	"github.com/waisteer/waisteer/report"
 )
 
 // FrontConfig is the front's configuration (internal/front): the origin,
@@ -57,7 +56,7 @@ func (s *Server) openFront(fc *FrontConfig) (*front.Front, error) {
 				return nil, fmt.Errorf("front playlist %d (%s): no pool %q", i, p.Path, name)
 			}
 		}
-		if isReserved(p.Path) || strings.HasPrefix(p.Path, stableDecisions) {
+		if steerroute.IsReserved(p.Path) || strings.HasPrefix(p.Path, steerroute.StableDecisions) {
 			return nil, api.Errorf(api.RouteConflict, "front playlist %d: %q is the server's own route", i, p.Path)
 		}
 		pls = append(pls, front.Playlist{Path: p.Path, Steering: st})
@@ -67,9 +66,9 @@ func (s *Server) openFront(fc *FrontConfig) (*front.Front, error) {
 }
 
 // hubNamed finds a room by its id or its descriptor's name.
-func (s *Server) hubNamed(name string) *hub {
+func (s *Server) hubNamed(name string) *roomsteer.Room {
 	for _, h := range s.sortedHubs() {
-		if h.id.String() == name || h.state.Load().room.Name() == name {
+		if h.ID().String() == name || h.State().Room().Name() == name {
 			return h
 		}
 	}
@@ -162,14 +161,14 @@ func (f *poolFront) Pathways() []string {
 // roomFront is an energy room as the front sees it.
 type roomFront struct {
 	s *Server
-	h *hub
+	h *roomsteer.Room
 }
 
-func (f *roomFront) Name() string { return f.h.label() }
+func (f *roomFront) Name() string { return f.h.Label() }
 
 // Tags are §8.2's tag and §8.3's element for the policy the room steers by.
 func (f *roomFront) Tags() (string, string) {
-	p := f.h.state.Load().policy
+	p := f.h.State().Policy()
 	return decision.HLSTag(p), decision.DASHElement(p)
 }
 
@@ -177,7 +176,7 @@ func (f *roomFront) Tags() (string, string) {
 // stores the decision before the redirect names it (§8.4), so that an
 // auditor can fetch it from the WAI-Decision header's URI.
 func (f *roomFront) Open(ctx context.Context, rawQuery string, h http.Header) (front.Opening, error) {
-	order, session, uri, err := f.s.decideFor(ctx, f.h, rawQuery, h)
+	order, session, uri, err := f.h.DecideFor(ctx, rawQuery, h)
 	if err != nil {
 		return front.Opening{}, err
 	}
@@ -185,63 +184,14 @@ func (f *roomFront) Open(ctx context.Context, rawQuery string, h http.Header) (f
 }
 
 func (f *roomFront) Host(pathway string) string {
-	p := f.h.state.Load().policy
+	p := f.h.State().Policy()
 	if i, ok := p.Index(pathway); ok {
 		return p.Pathways[i].Host
 	}
 	return ""
 }
 
-func (f *roomFront) Pathways() []string { return f.h.state.Load().ids }
-
-// decideFor makes, signs and stores a decision for a viewer the front
-// redirects, as serveSteer does for a steering request, and returns its
-// priority, the session and the decision's URI (§8.4).
-func (s *Server) decideFor(ctx context.Context, h *hub, rawQuery string, hd http.Header) ([]string, report.Session, string, error) {
-	target := "/"
-	if rawQuery != "" {
-		target += "?" + rawQuery
-	}
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
-		return nil, report.Session{}, "", err
-	}
-	r := (&http.Request{Method: http.MethodGet, URL: u, RequestURI: target, Header: hd}).WithContext(ctx)
-	q := report.ParseQuery(target)
-	session, ok := q.Session()
-	if !ok {
-		if session, err = report.NewSession(nil); err != nil {
-			return nil, session, "", err
-		}
-	}
-	if a, viewer := ctx.Value(viewerKey{}).(netip.Addr); viewer && s.limits != nil {
-		// Issue 26: each decision is signed and kept, so a viewer's
-		// opening spends its address's and network's budgets as a
-		// steering request does. There is no manifest to answer again.
-		if why := s.limits.admit(a, !ok, s.limitNow()); why != "" {
-			h.limited.Add(why + "\x00" + answerRefused)
-			return nil, session, "", api.Errorf(api.OverBudget, "over the budget of decisions or new sessions of the viewer's address or network")
-		}
-	}
-	x := steerings.Get().(*steering)
-	if aerr := s.decide(r, h, &q, session, x); aerr != nil {
-		x.release()
-		return nil, session, "", aerr
-	}
-	if err := s.commits.commit(ctx, &x.job); err != nil {
-		x.release()
-		return nil, session, "", s.fails.Failed("the decision could not be stored", err)
-	}
-	d := &x.d
-	x.st.firsts[d.Reason][d.Priority[0]].Add(1)
-	order := make([]string, len(d.Priority))
-	for i, p := range d.Priority {
-		order[i] = x.st.ids[p]
-	}
-	uri := decision.RecordURI(x.st.policy, x.digest)
-	x.release()
-	return order, session, uri, nil
-}
+func (f *roomFront) Pathways() []string { return f.h.State().IDs() }
 
 // viewerKey is the context key of a front viewer's address (a netip.Addr).
 type viewerKey struct{}

@@ -480,7 +480,7 @@ func TestFrontBudgets(t *testing.T) {
 	if resp := open("/hls/live.m3u8?wai_session=" + session); resp.StatusCode != http.StatusFound {
 		t.Errorf("a viewer with its session: %d, want 302 (it starts no session)", resp.StatusCode)
 	}
-	if st := e.status(); st.Limited == nil || st.Limited.Refused[overAddressSessions] != 1 {
+	if st := e.status(); st.Limited == nil || st.Limited.Refused["address_sessions"] != 1 {
 		t.Errorf("the room's limited %+v, want refused address_sessions 1", st.Limited)
 	}
 }

@@ -15,8 +15,10 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -63,7 +65,7 @@ func (fe *fuzzEnv) get(t *testing.T) *Server {
 	fe.mem, fe.uses = store.NewMemory(), 1
 	clock := newClock(t0)
 	srv, err := New(context.Background(), Config{
-		Rooms: []RoomConfig{{Descriptor: fe.sc.Room.DescriptorBytes, KeyLogHead: fe.sc.Room.HeadBytes,
+		Rooms: []roomsteer.Config{{Descriptor: fe.sc.Room.DescriptorBytes, KeyLogHead: fe.sc.Room.HeadBytes,
 			Policy: fe.sc.PolicyBytes, SteeringKey: fe.sc.SteerKey}},
 		Pools:         []pool.Config{seedPool(nil, nil)}, // the station seed's, unchecked
 		OperatorToken: testToken,
@@ -116,7 +118,7 @@ func FuzzSteerRequest(f *testing.F) {
 		}
 		w := httptest.NewRecorder()
 		srv.ServeHTTP(w, r)
-		if len(target) > maxTarget {
+		if len(target) > answer.MaxTarget {
 			if w.Code != http.StatusRequestURITooLong {
 				t.Fatalf("a target of %d bytes: %d", len(target), w.Code)
 			}
@@ -383,7 +385,7 @@ func FuzzReports(f *testing.F) {
 		default:
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
-		srv.evaluate(srv.poolNamed("").qoe.Load(), time.Now())
+		srv.poolNamed("").qoe.Load().Evaluate(srv.log, time.Now())
 	})
 }
 

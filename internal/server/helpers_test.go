@@ -23,6 +23,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/fuzzing"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -214,7 +215,7 @@ func newEnv(t testing.TB, spec scenario.Spec, post bool) *env {
 func (e *env) start(edit func(*Config)) {
 	e.t.Helper()
 	cfg := Config{
-		Rooms: []RoomConfig{{
+		Rooms: []roomsteer.Config{{
 			Descriptor: e.sc.Room.DescriptorBytes, KeyLogHead: e.sc.Room.HeadBytes,
 			Policy: e.sc.PolicyBytes, SteeringKey: e.sc.SteerKey,
 		}},

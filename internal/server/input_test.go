@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -111,7 +112,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown route", "GET", "/nowhere", nil, nil, 404, "not_found"},
 		{"steer POST", "POST", "/v1/steer", []byte("x"), nil, 405, "method_not_allowed"},
 		{"steer HEAD", "HEAD", "/v1/steer", nil, nil, 405, ""},
-		{"steer target too long", "GET", "/v1/steer?x=" + strings.Repeat("a", maxTarget), nil, nil, 414, "target_too_long"},
+		{"steer target too long", "GET", "/v1/steer?x=" + strings.Repeat("a", answer.MaxTarget), nil, nil, 414, "target_too_long"},
 		{"records unknown room", "POST", "/v1/rooms/" + unknown + "/records", e.sc.Records[0], octet, 404, "unknown_room"},
 		{"records bad room", "POST", "/v1/rooms/xyz/records", e.sc.Records[0], octet, 400, "bad_digest"},
 		{"records upper-case room", "POST", "/v1/rooms/" + strings.ToUpper(room) + "/records", e.sc.Records[0], octet, 400, "bad_digest"},

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/declog"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/store"
@@ -37,7 +39,7 @@ type signedCheckpoint struct {
 // logRoom finds the room of a log route: a steered room, or one the store
 // holds of a room no longer configured (whose tiles and proofs are still
 // served, but whose checkpoint no key of this server signs).
-func (s *Server) logRoom(r *http.Request) (sig.Hash, *hub, *api.Error) {
+func (s *Server) logRoom(r *http.Request) (sig.Hash, *roomsteer.Room, *api.Error) {
 	id, aerr := web.Digest(r.PathValue("room"))
 	if aerr != nil {
 		return id, nil, aerr
@@ -68,11 +70,11 @@ func (s *Server) logGet(w http.ResponseWriter, r *http.Request) (sig.Hash, bool)
 
 // epochOf is the epoch a checkpoint of the room names: the latest head the
 // room has had (nil for a room with no origin).
-func (s *Server) epochOf(ctx context.Context, h *hub) (*declog.Epoch, error) {
-	if _, has := h.state.Load().keyLogSeq(); !has {
+func (s *Server) epochOf(ctx context.Context, h *roomsteer.Room) (*declog.Epoch, error) {
+	if _, has := h.State().KeyLogSeq(); !has {
 		return nil, nil
 	}
-	es, err := s.st.KeyEpochs(ctx, h.id)
+	es, err := s.st.KeyEpochs(ctx, h.ID())
 	if err != nil {
 		return nil, err
 	}
@@ -85,22 +87,23 @@ func (s *Server) epochOf(ctx context.Context, h *hub) (*declog.Epoch, error) {
 
 // signCheckpoint signs the checkpoint of the room's log of size leaves,
 // naming epoch.
-func (s *Server) signCheckpoint(ctx context.Context, h *hub, size int64, epoch *declog.Epoch) ([]byte, error) {
-	root, err := tlog.TreeHash(size, declog.HashReader(ctx, s.st, h.id))
+func (s *Server) signCheckpoint(ctx context.Context, h *roomsteer.Room, size int64, epoch *declog.Epoch) ([]byte, error) {
+	root, err := tlog.TreeHash(size, declog.HashReader(ctx, s.st, h.ID()))
 	if err != nil {
 		return nil, err
 	}
-	return declog.Sign(declog.Checkpoint{Room: h.id, Size: size, Root: root, Keys: epoch}, h.key)
+	return declog.Sign(declog.Checkpoint{Room: h.ID(), Size: size, Root: root, Keys: epoch}, h.Key())
 }
 
 // checkpoint is the room's latest checkpoint: signed again when the log
 // has grown and the last is checkpointEvery old.
-func (s *Server) checkpoint(ctx context.Context, h *hub) ([]byte, error) {
-	size, err := s.st.LogSize(ctx, h.id)
+func (s *Server) checkpoint(ctx context.Context, h *roomsteer.Room) ([]byte, error) {
+	size, err := s.st.LogSize(ctx, h.ID())
 	if err != nil {
 		return nil, err
 	}
-	if c := h.checkpoint.Load(); c != nil && (c.size == size || c.size < size && time.Since(c.at) < checkpointEvery) {
+	cp := s.checkpointOf(h.ID())
+	if c := cp.Load(); c != nil && (c.size == size || c.size < size && time.Since(c.at) < checkpointEvery) {
 		return c.b, nil
 	}
 	epoch, err := s.epochOf(ctx, h)
@@ -113,8 +116,8 @@ func (s *Server) checkpoint(ctx context.Context, h *hub) ([]byte, error) {
 	}
 	c := &signedCheckpoint{size: size, b: b, at: time.Now()}
 	for {
-		old := h.checkpoint.Load()
-		if old != nil && old.size > size || h.checkpoint.CompareAndSwap(old, c) {
+		old := cp.Load()
+		if old != nil && old.size > size || cp.CompareAndSwap(old, c) {
 			break
 		}
 	}
@@ -125,30 +128,30 @@ func (s *Server) checkpoint(ctx context.Context, h *hub) ([]byte, error) {
 // store has it not: from the log's size now, with the handover checkpoint
 // of the log so far signed under the head before it. New calls it for the
 // configured head and installHead for the operator's.
-func (s *Server) keepEpoch(ctx context.Context, h *hub, st *roomState) error {
-	seq, has := st.keyLogSeq()
+func (s *Server) keepEpoch(ctx context.Context, h *roomsteer.Room, st *roomsteer.State) error {
+	seq, has := st.KeyLogSeq()
 	if !has {
 		return nil
 	}
-	es, err := s.st.KeyEpochs(ctx, h.id)
+	es, err := s.st.KeyEpochs(ctx, h.ID())
 	if err != nil {
 		return err
 	}
 	if len(es) > 0 && es[len(es)-1].Seq >= seq {
 		return nil
 	}
-	size, err := s.st.LogSize(ctx, h.id)
+	size, err := s.st.LogSize(ctx, h.ID())
 	if err != nil {
 		return err
 	}
-	e := store.KeyEpoch{Seq: seq, From: size, Head: st.head}
+	e := store.KeyEpoch{Seq: seq, From: size, Head: st.Head()}
 	if len(es) > 0 {
 		last := es[len(es)-1]
 		if e.Handover, err = s.signCheckpoint(ctx, h, size, &declog.Epoch{Seq: last.Seq, From: last.From}); err != nil {
 			return err
 		}
 	}
-	return s.st.PutKeyEpoch(ctx, h.id, e)
+	return s.st.PutKeyEpoch(ctx, h.ID(), e)
 }
 
 // writeLog answers with a log route's bytes.
@@ -394,4 +397,13 @@ func proofCache(r *http.Request, name string) string {
 		return immutable
 	}
 	return "no-cache"
+}
+
+// checkpointOf is where the room's latest checkpoint signed is kept.
+func (s *Server) checkpointOf(id sig.Hash) *atomic.Pointer[signedCheckpoint] {
+	v, ok := s.checkpoints.Load(id)
+	if !ok {
+		v, _ = s.checkpoints.LoadOrStore(id, new(atomic.Pointer[signedCheckpoint]))
+	}
+	return v.(*atomic.Pointer[signedCheckpoint])
 }

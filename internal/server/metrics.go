@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/waisteer/waisteer/decision"
-	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/qoewatch"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/web"
 )
 
@@ -62,25 +62,16 @@ func routeNamed(name string) (route, bool) {
 	return route(i), i >= 0
 }
 
-// batchBounds are the upper bounds of the commit group sizes' buckets.
-var batchBounds = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
-
 // metrics are the server's own counters; the rooms' are on their hubs.
 type metrics struct {
 	requests [routeCount]web.Counters[int] // by status
 	latency  [routeCount]*web.Histogram
 
-	commitBatch    *web.Histogram
-	commitLatency  *web.Histogram
-	commitFailures atomic.Uint64
-	feedFailures   atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
+	feedFailures atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
 }
 
 func newMetrics() *metrics {
-	m := &metrics{
-		commitBatch:   web.NewHistogram(batchBounds, 1),
-		commitLatency: web.NewLatencyHistogram(),
-	}
+	m := &metrics{}
 	for i := range m.latency {
 		m.latency[i] = web.NewLatencyHistogram()
 	}
@@ -129,12 +120,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	for rt := range routeCount {
 		m.latency[rt].Write(&b, "waisteer_http_request_duration_seconds", fmt.Sprintf("route=%q", routeNames[rt]))
 	}
-	b.WriteString("# HELP waisteer_commit_group_size Decisions per durable group commit.\n# TYPE waisteer_commit_group_size histogram\n")
-	m.commitBatch.Write(&b, "waisteer_commit_group_size", "")
-	b.WriteString("# HELP waisteer_commit_duration_seconds Time of one durable group commit.\n# TYPE waisteer_commit_duration_seconds histogram\n")
-	m.commitLatency.Write(&b, "waisteer_commit_duration_seconds", "")
-	b.WriteString("# HELP waisteer_commit_failures_total Group commits the store refused.\n# TYPE waisteer_commit_failures_total counter\n")
-	fmt.Fprintf(&b, "waisteer_commit_failures_total %d\n", m.commitFailures.Load())
+	s.commits.WriteMetrics(&b)
 	b.WriteString("# HELP waisteer_feed_failures_total Times following the other servers' writes on a shared store failed and was retried.\n# TYPE waisteer_feed_failures_total counter\n")
 	fmt.Fprintf(&b, "waisteer_feed_failures_total %d\n", m.feedFailures.Load())
 	up, outages := s.storeUp()
@@ -147,78 +133,9 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("# HELP waisteer_store_outages_total Times the store became unreachable.\n# TYPE waisteer_store_outages_total counter\n")
 	fmt.Fprintf(&b, "waisteer_store_outages_total %d\n", outages)
 
-	hubs := s.sortedHubs()
-	now := s.clock()
-	b.WriteString("# HELP waisteer_decisions_total Decisions signed and stored, by room, reason (§6.4) and first pathway.\n# TYPE waisteer_decisions_total counter\n")
-	for _, h := range hubs {
-		st := h.state.Load()
-		for rsn := decision.Buffer; rsn <= decision.None; rsn++ {
-			for i, id := range st.ids {
-				if n := st.firsts[rsn][i].Load(); n > 0 {
-					fmt.Fprintf(&b, "waisteer_decisions_total{room=\"%s\",reason=%q,first=%q} %d\n", h.id, rsn.String(), id, n)
-				}
-			}
-		}
-	}
-	b.WriteString("# HELP waisteer_load Sessions steered first to a pathway (§6), by room and pathway.\n# TYPE waisteer_load gauge\n")
-	for _, h := range hubs {
-		st := h.state.Load()
-		loads, err := s.loads.Snapshot(r.Context(), h.id, len(st.ids), now)
-		if err != nil {
-			continue
-		}
-		for i, id := range st.ids {
-			fmt.Fprintf(&b, "waisteer_load{room=\"%s\",pathway=%q} %d\n", h.id, id, loads[i])
-		}
-	}
-	b.WriteString("# HELP waisteer_evidence_status A pathway's evidence status (§5.3) in the current window, 1 for the status it has.\n# TYPE waisteer_evidence_status gauge\n")
-	for _, h := range hubs {
-		rk := h.ranking.Load()
-		if rk == nil {
-			continue
-		}
-		for i, id := range rk.st.ids {
-			got := rk.r.Evidence(i).Status
-			for s := evidence.StatusFigure; s <= evidence.StatusEmpty; s++ {
-				v := 0
-				if s == got {
-					v = 1
-				}
-				fmt.Fprintf(&b, "waisteer_evidence_status{room=\"%s\",pathway=%q,status=%q} %d\n", h.id, id, s.String(), v)
-			}
-		}
-	}
-	b.WriteString("# HELP waisteer_records_total Per-hop records posted, by room and outcome.\n# TYPE waisteer_records_total counter\n")
-	for _, h := range hubs {
-		fmt.Fprintf(&b, "waisteer_records_total{room=\"%s\",outcome=\"accepted\"} %d\n", h.id, h.accepted.Load())
-		fmt.Fprintf(&b, "waisteer_records_total{room=\"%s\",outcome=\"duplicate\"} %d\n", h.id, h.duplicates.Load())
-	}
-	b.WriteString("# HELP waisteer_records_off_policy_total Per-hop records accepted whose hop is in no pathway of the room's active policy.\n# TYPE waisteer_records_off_policy_total counter\n")
-	for _, h := range hubs {
-		fmt.Fprintf(&b, "waisteer_records_off_policy_total{room=\"%s\"} %d\n", h.id, h.offPolicy.Load())
-	}
-	b.WriteString("# HELP waisteer_records_refused_total Per-hop records refused, by room and refusal code.\n# TYPE waisteer_records_refused_total counter\n")
-	for _, h := range hubs {
-		ks, vs := h.refused.Sorted()
-		for i, k := range ks {
-			fmt.Fprintf(&b, "waisteer_records_refused_total{room=\"%s\",code=%q} %d\n", h.id, k, vs[i])
-		}
-	}
-
-	b.WriteString("# HELP waisteer_pathway_up 1 while a room's pathway passes its health checks; only pathways with a check URL.\n# TYPE waisteer_pathway_up gauge\n")
-	for _, h := range hubs {
-		for _, id := range h.state.Load().ids {
-			if hs, ok := h.pathwayHealth(id); ok {
-				v := 0
-				if hs.Up {
-					v = 1
-				}
-				fmt.Fprintf(&b, "waisteer_pathway_up{room=\"%s\",pathway=%q} %d\n", h.id, id, v)
-			}
-		}
-	}
+	roomsteer.WriteMetrics(r.Context(), &b, s.sortedHubs(), s.clock())
 	s.writePoolMetrics(r.Context(), &b)
-	s.writeQoEMetrics(&b)
+	qoewatch.WriteMetrics(&b, s.watches())
 	s.writeReportMetrics(&b)
 	s.writeFrontMetrics(&b)
 	writePanicMetrics(&b)
@@ -257,8 +174,8 @@ func writePanicMetrics(b *bytes.Buffer) {
 }
 
 // loadsNow is the room's loads at now, or nil when the table cannot say.
-func (s *Server) loadsNow(ctx context.Context, h *hub, n int, at uint64) []uint32 {
-	loads, err := s.loads.Snapshot(ctx, h.id, n, at)
+func (s *Server) loadsNow(ctx context.Context, h *roomsteer.Room, n int, at uint64) []uint32 {
+	loads, err := s.loads.Snapshot(ctx, h.ID(), n, at)
 	if err != nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
@@ -107,7 +108,7 @@ func TestPolicyReplaced(t *testing.T) {
 		t.Fatalf("PUT policy: %d %s", resp.StatusCode, b)
 	}
 	nextDigest := sig.Digest(next[:len(next)-64])
-	var ans changeAnswer
+	var ans roomsteer.ChangeAnswer
 	if err := json.Unmarshal(b, &ans); err != nil || ans.Policy != nextDigest.String() || ans.Previous != e.sc.Policy.Digest().String() {
 		t.Errorf("answer %s", b)
 	}
@@ -316,22 +317,22 @@ func TestNewRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := func(s *scenario.Scenario) RoomConfig {
-		return RoomConfig{Descriptor: s.Room.DescriptorBytes, KeyLogHead: s.Room.HeadBytes, Policy: s.PolicyBytes, SteeringKey: s.SteerKey}
+	rc := func(s *scenario.Scenario) roomsteer.Config {
+		return roomsteer.Config{Descriptor: s.Room.DescriptorBytes, KeyLogHead: s.Room.HeadBytes, Policy: s.PolicyBytes, SteeringKey: s.SteerKey}
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cases := []struct {
 		name  string
-		rooms []RoomConfig
+		rooms []roomsteer.Config
 		want  string
 	}{
-		{"no steering key", []RoomConfig{func() RoomConfig { r := rc(sc); r.SteeringKey = sig.PrivateKey{}; return r }()}, "no steering key"},
-		{"a steering key the key log does not list", []RoomConfig{func() RoomConfig { r := rc(sc); r.SteeringKey = room.TestKey("stranger"); return r }()}, "steering_key_not_authorised"},
-		{"another room's policy", []RoomConfig{func() RoomConfig { r := rc(sc); r.Policy = sc2.PolicyBytes; return r }()}, "wrong_room"},
-		{"no key log head", []RoomConfig{func() RoomConfig { r := rc(sc); r.KeyLogHead = nil; return r }()}, "key_log_missing"},
-		{"two rooms at one steering URI", []RoomConfig{rc(sc), rc(sc2)}, "route_conflict"},
-		{"one room twice", []RoomConfig{rc(sc), rc(sc)}, "configured twice"},
-		{"no policy anywhere", []RoomConfig{func() RoomConfig { r := rc(sc); r.Policy = nil; return r }()}, "no policy"},
+		{"no steering key", []roomsteer.Config{func() roomsteer.Config { r := rc(sc); r.SteeringKey = sig.PrivateKey{}; return r }()}, "no steering key"},
+		{"a steering key the key log does not list", []roomsteer.Config{func() roomsteer.Config { r := rc(sc); r.SteeringKey = room.TestKey("stranger"); return r }()}, "steering_key_not_authorised"},
+		{"another room's policy", []roomsteer.Config{func() roomsteer.Config { r := rc(sc); r.Policy = sc2.PolicyBytes; return r }()}, "wrong_room"},
+		{"no key log head", []roomsteer.Config{func() roomsteer.Config { r := rc(sc); r.KeyLogHead = nil; return r }()}, "key_log_missing"},
+		{"two rooms at one steering URI", []roomsteer.Config{rc(sc), rc(sc2)}, "route_conflict"},
+		{"one room twice", []roomsteer.Config{rc(sc), rc(sc)}, "configured twice"},
+		{"no policy anywhere", []roomsteer.Config{func() roomsteer.Config { r := rc(sc); r.Policy = nil; return r }()}, "no policy"},
 	}
 	for _, c := range cases {
 		_, err := New(context.Background(), Config{Rooms: c.rooms, Logger: quiet}, store.NewMemory(), store.NewLoads())
@@ -358,7 +359,7 @@ func TestTwoRoomsOnePath(t *testing.T) {
 	e := &env{t: t, sc: s1, mem: store.NewMemory(), loads: store.NewLoads(), clock: newClock(t0)}
 	e.st = &failStore{Store: e.mem}
 	e.start(func(c *Config) {
-		c.Rooms = append(c.Rooms, RoomConfig{Descriptor: s2.Room.DescriptorBytes, KeyLogHead: s2.Room.HeadBytes, Policy: s2.PolicyBytes, SteeringKey: s2.SteerKey})
+		c.Rooms = append(c.Rooms, roomsteer.Config{Descriptor: s2.Room.DescriptorBytes, KeyLogHead: s2.Room.HeadBytes, Policy: s2.PolicyBytes, SteeringKey: s2.SteerKey})
 	})
 	for _, c := range []struct {
 		q    string
@@ -427,7 +428,7 @@ func TestArchivedRoom(t *testing.T) {
 	}
 	e.stop()
 	e.start(func(c *Config) {
-		c.Rooms = []RoomConfig{{Descriptor: other.Room.DescriptorBytes, KeyLogHead: other.Room.HeadBytes, Policy: other.PolicyBytes, SteeringKey: other.SteerKey}}
+		c.Rooms = []roomsteer.Config{{Descriptor: other.Room.DescriptorBytes, KeyLogHead: other.Room.HeadBytes, Policy: other.PolicyBytes, SteeringKey: other.SteerKey}}
 		c.KeepForeignRooms = true // the operator retired the room (issue 26 item 6)
 	})
 	e.audit(m)

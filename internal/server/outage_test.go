@@ -17,6 +17,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/pgtest"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
@@ -232,7 +233,7 @@ func TestSharedStoreOutageQuiet(t *testing.T) {
 		return counts[code]
 	}
 	within(t, 10*time.Second, "manifests and followed records before the outage", func() bool {
-		return count(http.StatusOK) >= 50 && hubA.fromPeers.Load() >= 5
+		return count(http.StatusOK) >= 50 && hubA.FromPeers() >= 5
 	})
 	marks := []int{logs[0].len(), logs[1].len()}
 
@@ -275,8 +276,8 @@ func TestSharedStoreOutageQuiet(t *testing.T) {
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	seen := hubA.fromPeers.Load()
-	took := within(t, 5*time.Second, "b's records followed by a after the return", func() bool { return hubA.fromPeers.Load() > seen })
+	seen := hubA.FromPeers()
+	took := within(t, 5*time.Second, "b's records followed by a after the return", func() bool { return hubA.FromPeers() > seen })
 	if took > time.Second {
 		t.Errorf("b's records reached a %v after the database's return, over a second", took.Round(time.Millisecond))
 	}
@@ -372,7 +373,7 @@ func TestForeignRooms(t *testing.T) {
 	}
 	cfgOf := func(sc *scenario.Scenario, keep bool) Config {
 		return Config{
-			Rooms:            []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+			Rooms:            []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
 			KeepForeignRooms: keep,
 			Clock:            newClock(t0).Load,
 			Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),

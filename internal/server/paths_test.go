@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/web"
 )
 
 // rawGet sends one request line as written (no client cleans or resolves
@@ -142,8 +143,8 @@ func TestPathDefect(t *testing.T) {
 		{"/...", false}, {"/%2e%2e%2e", false}, {"/a.", false}, {"/.a", false}, {"/%2", false}, {"/%2f", false}, {"/.well-known/x", false},
 		{"//", true}, {"/a//b", true}, {"/a//", true}, {"", true}, {"a/b", true},
 	} {
-		if got := pathDefect(c.path) != ""; got != c.bad {
-			t.Errorf("pathDefect(%q) = %q, want a defect: %v", c.path, pathDefect(c.path), c.bad)
+		if got := web.PathDefect(c.path) != ""; got != c.bad {
+			t.Errorf("web.PathDefect(%q) = %q, want a defect: %v", c.path, web.PathDefect(c.path), c.bad)
 		}
 	}
 }

@@ -10,9 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
@@ -27,22 +30,18 @@ import (
 // both: the routes, the preflight, the sessions counted in the table of
 // loads, the metrics, the logs and the operator's token.
 type steerer interface {
-	// serveSteer answers a request on the route: a GET, or a refusal.
-	serveSteer(w http.ResponseWriter, r *http.Request)
-	// label names the steerer in messages: "room <id>", "pool <name>".
-	label() string
-	// readsHost says whether the answer depends on the Host the request
+	// ServeSteer answers a request on the route: a GET, or a refusal.
+	ServeSteer(w http.ResponseWriter, r *http.Request)
+	// Label names the steerer in messages: "room <id>", "pool <name>".
+	Label() string
+	// ReadsHost says whether the answer depends on the Host the request
 	// reached (a pool's RELOAD-URI), which the fasthttp path then copies.
-	readsHost() bool
-	// reportsTo is where a CMCD event report posted to the route goes:
+	ReadsHost() bool
+	// ReportsTo is where a CMCD event report posted to the route goes:
 	// the steerer's QoE watch (nil when it steers by none), its pathways
 	// and the request's cohort.
-	reportsTo(r *http.Request) (*qoeWatch, []string, string)
+	ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string)
 }
-
-func (h *hub) serveSteer(w http.ResponseWriter, r *http.Request) { h.s.serveSteer(w, r, h) }
-func (h *hub) label() string                                     { return "room " + h.id.String() }
-func (h *hub) readsHost() bool                                   { return false }
 
 // A poolHub is one pool the server steers: the pool itself, the checker of
 // its edges' health, and what the operator sees of both.
@@ -67,13 +66,13 @@ type poolHub struct {
 	// qoe is the pool's steering by what players report, nil for none
 	// (or for the per-client rule alone); replaced by a reload that
 	// changes its settings.
-	qoe  atomic.Pointer[qoeWatch]
-	away awayTable
+	qoe  atomic.Pointer[qoewatch.Watch]
+	away qoewatch.Away
 	// unread counts the steering requests' report values that do not
 	// count, by reason (issue 26 item 3).
-	unread unreadCounts
+	unread qoewatch.Unread
 
-	limited web.Counters[string] // requests over budget (steerlimit.go)
+	limited budget.Counts // requests over budget (steerlimit.go)
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -96,14 +95,14 @@ func poolLoadsID(name string) sig.Hash {
 	return sha256.Sum256([]byte("waisteer pool\x00" + name))
 }
 
-func (ph *poolHub) label() string {
+func (ph *poolHub) Label() string {
 	if ph.name == "" {
 		return "pool [steering]"
 	}
 	return "pool " + ph.name
 }
 
-func (ph *poolHub) readsHost() bool { return true }
+func (ph *poolHub) ReadsHost() bool { return true }
 
 func (ph *poolHub) logName() string {
 	if ph.name == "" {
@@ -142,7 +141,7 @@ func (s *Server) openPool(c pool.Config, key [16]byte) (*poolHub, error) {
 // c's aggregator settings are its own (a reload that changes other keys
 // keeps the figures and moves); nil when c has no cohort rule.
 func (ph *poolHub) watch(c pool.Config) error {
-	if w := ph.qoe.Load(); w != nil && c.QoE != nil && w.agg.Config() == c.QoE.Config {
+	if w := ph.qoe.Load(); w != nil && c.QoE != nil && w.Agg.Config() == c.QoE.Config {
 		return nil
 	}
 	agg, err := c.Aggregator()
@@ -157,11 +156,11 @@ func (ph *poolHub) watch(c pool.Config) error {
 	// A new aggregator's figures start empty: its settings' moves start
 	// afresh.
 	ph.p.SetBehind(nil)
-	ph.qoe.Store(newQoEWatch(agg, ph.label(), ph.p.SetBehind))
+	ph.qoe.Store(qoewatch.New(agg, ph.Label(), ph.p.SetBehind))
 	return nil
 }
 
-func (ph *poolHub) reportsTo(r *http.Request) (*qoeWatch, []string, string) {
+func (ph *poolHub) ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string) {
 	rt := ph.route.Load()
 	w := ph.qoe.Load()
 	if w == nil {
@@ -254,19 +253,16 @@ var poolSteerings = sync.Pool{New: func() any {
 // its TTL and the grace have passed (the table of loads, as a room's).
 func (x *poolSteering) decide([]uint32, uint64) (int, uint64, error) { return x.first, x.expires, nil }
 
-// headerJSON is a pool manifest's media type: the station seed's.
-var headerJSON = []string{"application/json"}
-
 // serveSteer answers a GET of the pool's route with the session's
 // manifest (the station seed's route): 404 while the pool has no edges,
 // which the seed calls steering off; never 410 or 429 (players.md).
-func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
-	if !steerable(w, r) {
+func (ph *poolHub) ServeSteer(w http.ResponseWriter, r *http.Request) {
+	if !answer.Steerable(w, r) {
 		return
 	}
 	rt := ph.route.Load()
 	if !ph.p.Enabled() {
-		web.Refuse(w, api.Errorf(api.NotFound, "steering is off: %s has no edges", ph.label()))
+		web.Refuse(w, api.Errorf(api.NotFound, "steering is off: %s has no edges", ph.Label()))
 		return
 	}
 	// The players' parameters and CMCD are read as a room reads them
@@ -274,7 +270,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	// its players report.
 	q := report.ParseQuery(r.RequestURI)
 	_, rep, unread := q.ReportUnread(r.Header, rt.ids)
-	ph.unread.note(unread, rep)
+	ph.unread.Note(unread, rep)
 
 	x := poolSteerings.Get().(*poolSteering)
 	x.req.RawQuery = r.URL.RawQuery
@@ -282,7 +278,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	x.req.Base = requestBase(r)
 	if l := ph.s.limits; l != nil {
 		_, has := ph.p.SessionOf(&x.req)
-		if why := l.admit(ph.s.clientAddr(r), !has, ph.s.limitNow()); why != "" {
+		if why := l.Admit(ph.s.clientAddr(r), !has, ph.s.limitNow()); why != "" {
 			ph.overBudget(w, rt, &x.req, rep, why, has)
 			x.req = pool.Request{}
 			poolSteerings.Put(x)
@@ -295,10 +291,10 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 		at = time.UnixMicro(int64(now))
 		x.req.Away = ph.awayOf(rt, &x.req, rep, at)
 	}
-	mb := buffers.Get().(*[]byte)
+	mb := answer.Buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
 	if w := ph.qoe.Load(); w != nil && rep.Present&report.HasPathway != 0 {
-		w.addReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(ph.s.clientAddr(r)), at)
+		w.AddReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(ph.s.clientAddr(r)), at)
 	}
 	x.first = first
 	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.s.grace
@@ -309,7 +305,7 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 	}
 	x.req = pool.Request{}
 	poolSteerings.Put(x)
-	answerManifest(w, headerJSON, nil, m, mb)
+	answer.Manifest(w, answer.HeaderJSON, nil, m, mb)
 }
 
 // awayOf is the per-client rule (apex-steering's): the pathway a client
@@ -324,13 +320,13 @@ func (ph *poolHub) serveSteer(w http.ResponseWriter, r *http.Request) {
 func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, at time.Time) string {
 	below := rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
 		int(rep.Pathway) < len(rt.ids) && rep.Throughput > 0 && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest)
-	if !below && ph.away.empty() {
+	if !below && ph.away.Empty() {
 		return "" // the common case: no session to read
 	}
 	ps, has := ph.p.SessionOf(req)
 	s := report.Session(ps)
 	if has {
-		if id := ph.away.of(s, at); id != "" {
+		if id := ph.away.Of(s, at); id != "" {
 			return id
 		}
 	}
@@ -339,7 +335,7 @@ func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, a
 	}
 	id := rt.ids[rep.Pathway]
 	if has {
-		ph.away.keep(s, id, at.Add(rt.qoe.Hold))
+		ph.away.Keep(s, id, at.Add(rt.qoe.Hold))
 	}
 	return id
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
@@ -56,8 +57,8 @@ func BenchmarkPoolSteer(b *testing.B) {
 	target := m.Reload[len("http://example.com"):] + "&_HLS_pathway=edge-1&_HLS_throughput=500000"
 	manifest := w.Body.Bytes()
 	plain := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		steerHeaders(w)
-		w.Header()["Content-Type"] = headerJSON
+		answer.Headers(w)
+		w.Header()["Content-Type"] = answer.HeaderJSON
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusOK)
 		w.Write(manifest)

@@ -11,8 +11,9 @@ import (
 	"strings"
 
 	"github.com/waisteer/waisteer/internal/api"
-	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/steerroute"
+	"github.com/waisteer/waisteer/internal/view"
 	"github.com/waisteer/waisteer/internal/web"
 )
 
@@ -28,10 +29,10 @@ import (
 
 // poolPathFree refuses a pool path that is one of the server's own.
 func poolPathFree(path string) error {
-	if isReserved(path) || strings.HasPrefix(path, stableDecisions) || isReserved(path+"/edges") {
+	if steerroute.IsReserved(path) || strings.HasPrefix(path, steerroute.StableDecisions) || steerroute.IsReserved(path+"/edges") {
 		return api.Errorf(api.RouteConflict, "the pool's path %q is the server's own route", path)
 	}
-	if why := pathDefect(path); why != "" {
+	if why := web.PathDefect(path); why != "" {
 		return api.Errorf(api.RouteUnusable, "the pool's path %q %s", path, why)
 	}
 	return nil
@@ -104,7 +105,7 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 		default:
 			var body []byte
 			var aerr *api.Error
-			if body, aerr = readBody(w, r, 4<<10); aerr != nil {
+			if body, aerr = web.ReadBody(w, r, 4<<10); aerr != nil {
 				web.Refuse(w, aerr)
 				return
 			}
@@ -124,7 +125,7 @@ func (s *Server) servePoolEdges(w http.ResponseWriter, r *http.Request, ph *pool
 			}
 		}
 		if err != nil {
-			web.Refuse(w, api.Errorf(api.NotFound, "%s: %v", ph.label(), err))
+			web.Refuse(w, api.Errorf(api.NotFound, "%s: %v", ph.Label(), err))
 			return
 		}
 		api.WriteJSON(w, http.StatusOK, s.poolView(r.Context(), ph))
@@ -159,7 +160,7 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 		}
 		if ph.checker != nil && e.Checked {
 			if st, ok := ph.checker.Status(e.Pathway); ok {
-				ev.Health = *healthView(st)
+				ev.Health = *view.HealthOf(st)
 			}
 		}
 		v.Edges = append(v.Edges, ev)
@@ -174,7 +175,7 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 		v.Edges[i].Headroom = headroom(float64(v.Edges[i].Sessions), n)
 	}
 	if s.limits != nil {
-		v.Limited = limitedView(&ph.limited)
+		v.Limited = ph.limited.View()
 	}
 	ph.mu.Lock()
 	v.Changes = slices.Clone(ph.changes)
@@ -184,14 +185,14 @@ func (s *Server) poolViewAt(ctx context.Context, ph *poolHub, loadsAt uint64) Po
 	}
 	if c.QoE != nil {
 		if w := ph.qoe.Load(); w != nil {
-			v.QoE = w.view()
+			v.QoE = w.View()
 		} else {
 			v.QoE = &QoEView{Cells: []QoECell{}, Moves: []QoEMove{}, Ignored: map[string]uint64{}}
 		}
-		n := ph.away.len()
+		n := ph.away.Len()
 		v.QoE.KeptAway = &n
 	}
-	v.ReportsIgnored = ph.unread.view()
+	v.ReportsIgnored = ph.unread.View()
 	return v
 }
 
@@ -386,18 +387,4 @@ func (s *Server) writePoolMetrics(ctx context.Context, b *bytes.Buffer) {
 			fmt.Fprintf(b, "waisteer_pool_sessions{pool=%q,first=%q} %d\n", r.ph.name, e.Pathway, loads[i])
 		}
 	}
-}
-
-// healthView is a check's status as the operator sees it.
-func healthView(st health.Status) *HealthView {
-	v := &HealthView{Up: st.Up, Failures: st.Failures, LastError: st.LastError, LastMs: st.LastMs}
-	if !st.LastCheck.IsZero() {
-		t := st.LastCheck.UTC()
-		v.LastCheck = &t
-	}
-	if !st.Since.IsZero() {
-		t := st.Since.UTC()
-		v.Since = &t
-	}
-	return v
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
@@ -119,7 +120,7 @@ func TestPoolCohortMove(t *testing.T) {
 		fra = append(fra, &m)
 	}
 	w := e.srv.poolNamed("").qoe.Load()
-	moves := e.srv.evaluate(w, time.Now())
+	moves := w.Evaluate(e.srv.log, time.Now())
 	if len(moves) != 1 || moves[0].Key != (qoe.Key{Pathway: "cdn-a", Cohort: "fra"}) || !moves[0].Degraded || moves[0].Median != 4_000_000 || moves[0].Best != 10_000_000 {
 		t.Fatalf("moves %v", moves)
 	}
@@ -210,7 +211,7 @@ func TestReportsRoute(t *testing.T) {
 		{"no sid", "cdn=\"cdn-a\",mtp=100", cmcd, 400, "no sid"},
 		{"no figure", "sid=\"p1\",cdn=\"cdn-a\",e=ps", cmcd, 200, "no_figure"},
 		{"some lines bad", "sid=\"p3\",cdn=\"cdn-a\",mtp=8000\nsid=p3,mtp=?\n", cmcd, 200, "line_unreadable"},
-		{"too large", strings.Repeat("sid=\"p9\",cdn=\"cdn-a\",mtp=1\n", maxReportBody/26+1), cmcd, 413, "body_too_large"},
+		{"too large", strings.Repeat("sid=\"p9\",cdn=\"cdn-a\",mtp=1\n", qoewatch.MaxReportBody/26+1), cmcd, 413, "body_too_large"},
 	} {
 		code, b := post(tc.body, tc.ct)
 		if code != tc.code || !strings.Contains(b, tc.want) {
@@ -219,15 +220,15 @@ func TestReportsRoute(t *testing.T) {
 	}
 	// A flood from one session: past its burst, its lines are ignored.
 	var flood strings.Builder
-	for range sessionBurst + 5 {
+	for range qoewatch.SessionBurst + 5 {
 		flood.WriteString("sid=\"loud\",cdn=\"cdn-a\",mtp=1\n")
 	}
-	if code, b := post(flood.String(), cmcd); code != 200 || !strings.Contains(b, `"flood_session":5`) || !strings.Contains(b, fmt.Sprintf(`"accepted":%d`, sessionBurst)) {
+	if code, b := post(flood.String(), cmcd); code != 200 || !strings.Contains(b, `"flood_session":5`) || !strings.Contains(b, fmt.Sprintf(`"accepted":%d`, qoewatch.SessionBurst)) {
 		t.Errorf("a session's flood: %d %s", code, b)
 	}
 	// A flood from one address: past its burst, 429.
 	limited := 0
-	for range reportBurst + 10 {
+	for range qoewatch.ReportBurst + 10 {
 		if code, _ := post("sid=\"p1\",cdn=\"cdn-a\",mtp=9000", cmcd); code == http.StatusTooManyRequests {
 			limited++
 		}
@@ -236,10 +237,10 @@ func TestReportsRoute(t *testing.T) {
 		t.Errorf("%d of the address's posts past its burst were refused, want at least 10", limited)
 	}
 	w := e.srv.poolNamed("").qoe.Load()
-	if moves := e.srv.evaluate(w, time.Now()); len(moves) != 0 {
+	if moves := w.Evaluate(e.srv.log, time.Now()); len(moves) != 0 {
 		t.Errorf("bad reports moved a cohort: %v", moves)
 	}
-	ig := w.agg.Ignored()
+	ig := w.Agg.Ignored()
 	for _, why := range []string{"not_cmcd", "line_unreadable", "throughput_absurd", "unknown_pathway", "no_figure", "body_too_large", "flood_session", "flood_address"} {
 		if ig[why] == 0 {
 			t.Errorf("no report counted as %s: %v", why, ig)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
 )
@@ -89,9 +90,9 @@ func (fr floodRun) run(t *testing.T) floodResult {
 	for now := time.Duration(0); now < end; now += tick {
 		clock.Store(t0.Add(now).UnixMicro())
 		if now%time.Second == 0 {
-			before := len(w.agg.Moves())
+			before := len(w.Agg.Moves())
 			srv.evaluateQoE(context.Background())
-			for _, m := range w.agg.Moves()[before:] {
+			for _, m := range w.Agg.Moves()[before:] {
 				res.moves = append(res.moves, m)
 				res.at = append(res.at, m.At.Sub(t0))
 			}
@@ -222,11 +223,11 @@ func TestQoEHouseholdCounts(t *testing.T) {
 		report(fmt.Sprintf("127.0.4.%d", 27+i), "cdn-b", 17_000_000)
 	}
 	w := e.srv.poolNamed("").qoe.Load()
-	moves := e.srv.evaluate(w, time.Now())
+	moves := w.Evaluate(e.srv.log, time.Now())
 	if len(moves) != 1 || moves[0].Key.Pathway != "cdn-a" || !moves[0].Degraded || moves[0].Sessions != 30 {
 		t.Fatalf("moves %v: want cdn-a off, on 30 sessions", moves)
 	}
-	for _, f := range w.agg.Figures() {
+	for _, f := range w.Agg.Figures() {
 		if f.Pathway == "cdn-a" && (f.Sessions != 30 || f.Clients != 27) {
 			t.Errorf("cdn-a: %d sessions of %d clients, want 30 of 27", f.Sessions, f.Clients)
 		}
@@ -236,12 +237,12 @@ func TestQoEHouseholdCounts(t *testing.T) {
 	if resp, b := src.do(t, "127.0.2.1", "GET", pool.DefaultPath+"?_HLS_pathway=cdn-a&_HLS_throughput=2000000", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	for _, f := range w.agg.Figures() {
+	for _, f := range w.Agg.Figures() {
 		if f.Pathway == "cdn-a" && f.Sessions != 30 {
 			t.Errorf("after a fifth player behind one address, cdn-a has %d sessions, want 30", f.Sessions)
 		}
 	}
-	if n := w.agg.Ignored()["crowded_client"]; n != 1 {
+	if n := w.Agg.Ignored()["crowded_client"]; n != 1 {
 		t.Errorf("crowded_client %d, want 1", n)
 	}
 }
@@ -250,7 +251,7 @@ func TestQoEHouseholdCounts(t *testing.T) {
 // address by its lines and by the sids it has not sent before, not only by
 // its requests. One POST of 1 000 lines under 1 000 sids from one address
 // is one request of the 200 its burst allows, and on bd4ceba all 1 000
-// lines were taken; now 16 sids (newSIDBurst) are, the rest counted
+// lines were taken; now 16 sids (qoewatch.NewSIDBurst) are, the rest counted
 // flood_address_sessions; its lines' budget (1 000, one body) is spent, so
 // that its next lines are counted flood_address_lines; and another
 // address is untouched. The clock stands still: no budget refills.
@@ -283,8 +284,8 @@ func TestReportsAddressBudget(t *testing.T) {
 		fmt.Fprintf(&b, "sid=\"s%d\",cdn=cdn-a,mtp=2000\n", i)
 	}
 	code, a := post("192.0.2.66:1000", b.String())
-	if code != 200 || a.Accepted != newSIDBurst || a.Ignored["flood_address_sessions"] != 1000-newSIDBurst {
-		t.Errorf("1 000 sids from one address: %d %+v, want %d accepted and %d flood_address_sessions", code, a, newSIDBurst, 1000-newSIDBurst)
+	if code != 200 || a.Accepted != qoewatch.NewSIDBurst || a.Ignored["flood_address_sessions"] != 1000-qoewatch.NewSIDBurst {
+		t.Errorf("1 000 sids from one address: %d %+v, want %d accepted and %d flood_address_sessions", code, a, qoewatch.NewSIDBurst, 1000-qoewatch.NewSIDBurst)
 	}
 	code, a = post("192.0.2.66:1001", "sid=\"s0\",cdn=cdn-a,mtp=2000\nsid=\"s1\",cdn=cdn-a,mtp=2000\n")
 	if code != 200 || a.Accepted != 0 || a.Ignored["flood_address_lines"] != 2 {
@@ -292,12 +293,12 @@ func TestReportsAddressBudget(t *testing.T) {
 	}
 	// An IPv6 /64 is one address: its second host shares the budget.
 	var six strings.Builder
-	for i := range newSIDBurst + 1 {
+	for i := range qoewatch.NewSIDBurst + 1 {
 		fmt.Fprintf(&six, "sid=\"v%d\",cdn=cdn-a,mtp=2000\n", i)
 	}
 	code, a = post("[2001:db8:5:6::1]:1", six.String())
-	if code != 200 || a.Accepted != newSIDBurst || a.Ignored["flood_address_sessions"] != 1 {
-		t.Errorf("%d sids from 2001:db8:5:6::1: %d %+v", newSIDBurst+1, code, a)
+	if code != 200 || a.Accepted != qoewatch.NewSIDBurst || a.Ignored["flood_address_sessions"] != 1 {
+		t.Errorf("%d sids from 2001:db8:5:6::1: %d %+v", qoewatch.NewSIDBurst+1, code, a)
 	}
 	if code, a = post("[2001:db8:5:6::2]:1", "sid=\"v99\",cdn=cdn-a,mtp=2000\n"); code != 200 || a.Ignored["flood_address_sessions"] != 1 {
 		t.Errorf("another host of the /64: %d %+v, want its sid refused", code, a)

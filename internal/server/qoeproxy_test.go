@@ -55,13 +55,13 @@ func TestQoEBehindTrustedProxy(t *testing.T) {
 				}
 			}
 			w := srv.poolNamed("").qoe.Load()
-			srv.evaluate(w, time.Now())
+			w.Evaluate(srv.log, time.Now())
 			wantSessions, wantClients := 6, 6 // six clients, one session each
 			if !trusted {
 				wantSessions, wantClients = 4, 1 // the proxy's address: one household (qoe.PerClient)
 			}
 			found := false
-			for _, f := range w.agg.Figures() {
+			for _, f := range w.Agg.Figures() {
 				if f.Pathway == "cdn-a" && f.Cohort == "fra" {
 					found = true
 					if f.Sessions != wantSessions || f.Clients != wantClients {
@@ -70,7 +70,7 @@ func TestQoEBehindTrustedProxy(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("no cell cdn-a/fra: %+v", w.agg.Figures())
+				t.Errorf("no cell cdn-a/fra: %+v", w.Agg.Figures())
 			}
 		})
 	}

@@ -120,7 +120,7 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 	for now := time.Duration(0); now < end; now += tick {
 		clock.Store(t0.Add(now).UnixMicro())
 		if now%time.Second == 0 {
-			for _, mv := range srv.evaluate(w, t0.Add(now)) {
+			for _, mv := range w.Evaluate(srv.log, t0.Add(now)) {
 				if mv.Degraded && res.detected < 0 && mv.Key == (qoe.Key{Pathway: "cdn-a", Cohort: "fra"}) && now >= drop {
 					res.detected = now - drop
 				}
@@ -173,7 +173,7 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 		}
 	}
 	res.wall = time.Since(began)
-	for _, f := range w.agg.Figures() {
+	for _, f := range w.Agg.Figures() {
 		if f.Key == (qoe.Key{Pathway: "cdn-a", Cohort: "fra"}) {
 			res.endState = map[bool]string{true: "degraded", false: "ok"}[f.Degraded]
 			if f.Probing {

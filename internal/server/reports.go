@@ -1,267 +1,14 @@
 package server
 
 import (
-	"errors"
-	"io"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/web"
-	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/report/qoe"
 )
-
-// CMCD v2 event reports (issue 17 item 3): a POST of `application/cmcd`
-// to a steering route whose steerer steers by QoE, one RFC 9651
-// Dictionary a line (report.ReadCMCDEvents). Each line with a pathway
-// (`cdn`) and a throughput or buffer feeds the steerer's aggregator as its
-// steering requests' reports do. Limits: the body's size; per client
-// address (an IPv4 address, an IPv6 /64: qoe.Client) a rate of requests, of
-// lines and of sids it has not sent before (issue 26 item 2); and per
-// player session (`sid`) a rate of lines. What is over them is refused or
-// ignored, and counted by reason in the aggregator.
-
-// maxReportBody is the largest event report read: a thousand lines of
-// about a kilobyte.
-const maxReportBody = 1 << 20
-
-// The rates. An address may post reportRate reports a second (burst
-// reportBurst), holding lineRate lines a second (burst lineBurst, one full
-// body), under newSIDRate sids a second it did not send in the last
-// sidMemory (burst newSIDBurst); a player session may send sessionRate
-// lines a second (burst sessionBurst). Several players may share an
-// address (a home, a carrier's NAT), hence the address's larger rates; the
-// aggregator counts at most qoe.PerClient sessions of an address in a cell
-// anyway, so that sids past those budgets could only take the place of the
-// address's own.
-const (
-	reportRate   = 50
-	reportBurst  = 200
-	lineRate     = 50
-	lineBurst    = report.MaxCMCDLines
-	newSIDRate   = 0.1
-	newSIDBurst  = 16
-	sessionRate  = 2
-	sessionBurst = 20
-	// maxLimited bounds each table of rates; a key past it is refused as
-	// a flood until the table's idle keys are swept.
-	maxLimited = 1 << 18
-)
-
-// sidMemory is how long an address's sid is known after its last line:
-// twice the default QoE window, so that a player reporting now and then is
-// not new each time.
-const sidMemory = 2 * time.Minute
-
-// reportLimits are a steerer's rates of reports.
-type reportLimits struct {
-	mu        sync.Mutex
-	addresses map[qoe.Client]*addressRates
-	sessions  map[clientSID]*bucket
-}
-
-// addressRates are one address's buckets.
-type addressRates struct {
-	requests, lines, newSIDs bucket
-}
-
-// clientSID is a sid as sent from one address: one player's session.
-type clientSID struct {
-	client qoe.Client
-	sid    string
-}
-
-// bucket is a token bucket: tokens at at.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-func newReportLimits() *reportLimits {
-	return &reportLimits{addresses: map[qoe.Client]*addressRates{}, sessions: map[clientSID]*bucket{}}
-}
-
-// take takes n tokens of b (rate a second, burst), and reports whether
-// there were that many.
-func (b *bucket) take(n, rate, burst float64, now time.Time) bool {
-	if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(burst, b.tokens+d.Seconds()*rate)
-		b.at = now
-	}
-	if b.tokens < n {
-		return false
-	}
-	b.tokens -= n
-	return true
-}
-
-// full reports whether b is back to its burst at now.
-func (b *bucket) full(rate, burst float64, now time.Time) bool {
-	return b.tokens+now.Sub(b.at).Seconds()*rate >= burst
-}
-
-// address takes a request of client's; nil when it is over its rate (or
-// the table is full), else the client's rates, for its lines.
-func (l *reportLimits) address(c qoe.Client, now time.Time) *addressRates {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	a := l.addresses[c]
-	if a == nil {
-		if len(l.addresses) >= maxLimited {
-			return nil
-		}
-		a = &addressRates{
-			requests: bucket{reportBurst, now},
-			lines:    bucket{lineBurst, now},
-			newSIDs:  bucket{newSIDBurst, now},
-		}
-		l.addresses[c] = a
-	}
-	if !a.requests.take(1, reportRate, reportBurst, now) {
-		return nil
-	}
-	return a
-}
-
-// line takes a line of sid from client, whose rates are a; "" when it is
-// within every rate, else the reason it is not.
-func (l *reportLimits) line(a *addressRates, c qoe.Client, sid string, now time.Time) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !a.lines.take(1, lineRate, lineBurst, now) {
-		return "flood_address_lines"
-	}
-	k := clientSID{c, sid}
-	b := l.sessions[k]
-	if b == nil {
-		if len(l.sessions) >= maxLimited || !a.newSIDs.take(1, newSIDRate, newSIDBurst, now) {
-			return "flood_address_sessions"
-		}
-		b = &bucket{sessionBurst, now}
-		l.sessions[k] = b
-	}
-	if !b.take(1, sessionRate, sessionBurst, now) {
-		return "flood_session"
-	}
-	return ""
-}
-
-// sweep forgets the addresses whose buckets are full again, and the sids
-// not sent for sidMemory.
-func (l *reportLimits) sweep(now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, a := range l.addresses {
-		if a.requests.full(reportRate, reportBurst, now) && a.lines.full(lineRate, lineBurst, now) && a.newSIDs.full(newSIDRate, newSIDBurst, now) {
-			delete(l.addresses, k)
-		}
-	}
-	for k, b := range l.sessions {
-		if now.Sub(b.at) >= sidMemory {
-			delete(l.sessions, k)
-		}
-	}
-}
-
-// maxLineReasons is how many lines that do not read an answer names.
-const maxLineReasons = 16
-
-// serveReports answers a POST of a CMCD v2 event report to a steering
-// route: 204 when every line was taken, 200 with the answer when some
-// were not, 400 when none read, 405 for a steerer that does not steer by
-// QoE, 413, 415 and 429 by their limits.
-func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer) {
-	steerHeaders(w)
-	wt, ids, cohort := st.reportsTo(r)
-	if wt == nil {
-		w.Header().Set("Allow", "GET, OPTIONS")
-		web.Refuse(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4); %s does not steer by what players report, and takes no reports", st.label()))
-		return
-	}
-	now := time.UnixMicro(int64(s.clock()))
-	client := qoe.ClientOf(s.clientAddr(r)) // behind trusted proxies, the client they name
-	rates := wt.limit.address(client, now)
-	if rates == nil {
-		wt.agg.Ignore("flood_address")
-		w.Header().Set("Retry-After", "1")
-		web.Refuse(w, api.Errorf(api.ReportFlood, "over the %d reports a second an address may post", reportRate))
-		return
-	}
-	if !report.IsCMCDMediaType(r.Header.Get("Content-Type")) {
-		wt.agg.Ignore("not_cmcd")
-		web.Refuse(w, api.Errorf(api.MediaType, "a report is application/cmcd (CMCD v2 event mode), not %q", r.Header.Get("Content-Type")))
-		return
-	}
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
-		wt.agg.Ignore("encoded")
-		web.Refuse(w, api.Errorf(api.MediaType, "a report is read as sent, not in Content-Encoding %q", enc))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxReportBody))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		wt.agg.Ignore("body_too_large")
-		web.Refuse(w, api.Errorf(api.BodyTooLarge, "a report is at most %d bytes", maxReportBody))
-		return
-	case err != nil:
-		wt.agg.Ignore("body_unreadable")
-		web.Refuse(w, api.Errorf(api.BadBody, "reading the report: %v", err))
-		return
-	}
-	evs, bad := report.ReadCMCDEvents(body)
-	ans := ReportsAnswer{Ignored: map[string]int{}}
-	ignore := func(why string) {
-		ans.Ignored[why]++
-		wt.agg.Ignore(why)
-	}
-	for _, e := range bad {
-		ignore("line_unreadable")
-		if len(ans.Lines) < maxLineReasons {
-			ans.Lines = append(ans.Lines, e.Error())
-		}
-	}
-	index := make(map[string]int, len(ids))
-	for i, id := range ids {
-		index[id] = i
-	}
-	for _, e := range evs {
-		switch _, known := index[e.CDN]; {
-		case e.CDN == "":
-			ignore("no_pathway")
-		case !known:
-			ignore("unknown_pathway")
-		case !e.HasThroughput && !e.HasBuffer:
-			ignore("no_figure")
-		case e.HasThroughput && e.Throughput > qoe.MaxThroughput:
-			ignore("throughput_absurd")
-		case e.HasBuffer && e.Buffer > qoe.MaxBuffer:
-			ignore("buffer_absurd")
-		default:
-			if why := wt.limit.line(rates, client, e.Session, now); why != "" {
-				ignore(why)
-				continue
-			}
-			wt.agg.Add(qoe.Key{Pathway: e.CDN, Cohort: cohort}, cmcdSession(e.Session), client, e.Throughput, e.HasThroughput, e.Buffer, e.HasBuffer, now)
-			ans.Accepted++
-		}
-	}
-	if ans.Accepted == 0 && len(evs) == 0 {
-		if len(bad) == 0 {
-			web.Refuse(w, api.Errorf(api.EmptyBody, "the report has no line"))
-		} else {
-			web.Refuse(w, api.Errorf(api.BadReport, "no line of the report reads: %s", bad[0].Error()))
-		}
-		return
-	}
-	if len(ans.Ignored) == 0 {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, ans)
-}
 
 // cohortHeaderOf is the first value of a cohort header, "" for none.
 func cohortHeaderOf(r *http.Request, name string) string {
@@ -272,4 +19,19 @@ func cohortHeaderOf(r *http.Request, name string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// serveReports answers a POST of a CMCD v2 event report to a steering
+// route: the steerer's QoE watch takes it (qoewatch), or 405 for a
+// steerer that does not steer by QoE.
+func (s *Server) serveReports(w http.ResponseWriter, r *http.Request, st steerer) {
+	answer.Headers(w)
+	wt, ids, cohort := st.ReportsTo(r)
+	if wt == nil {
+		w.Header().Set("Allow", "GET, OPTIONS")
+		web.Refuse(w, api.Errorf(api.MethodNotAllowed, "a steering request is a GET (§4); %s does not steer by what players report, and takes no reports", st.Label()))
+		return
+	}
+	// Behind trusted proxies, the client they name.
+	wt.ServeReports(w, r, ids, cohort, qoe.ClientOf(s.clientAddr(r)), time.UnixMicro(int64(s.clock())))
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/qoewatch"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
@@ -123,9 +125,9 @@ func newQoEServer(t testing.TB) *Server {
 
 // cellsOf is a QoE watch's cells as "pathway/cohort sessions median"
 // lines, sorted.
-func cellsOf(w *qoeWatch) []string {
+func cellsOf(w *qoewatch.Watch) []string {
 	var out []string
-	for _, c := range w.view().Cells {
+	for _, c := range w.View().Cells {
 		out = append(out, fmt.Sprintf("%s/%s %d %d", c.Pathway, c.Cohort, c.Sessions, c.Throughput[1]))
 	}
 	slices.Sort(out)
@@ -173,7 +175,7 @@ func TestFastReportCohortKept(t *testing.T) {
 				}
 			}
 			w := srv.poolNamed("").qoe.Load()
-			srv.evaluate(w, time.UnixMicro(t0)) // panicked on bd4ceba behind fasthttp
+			w.Evaluate(srv.log, time.UnixMicro(t0)) // panicked on bd4ceba behind fasthttp
 			if got := cellsOf(w); !slices.Equal(got, want) {
 				t.Errorf("cells\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
@@ -245,7 +247,7 @@ func newRouteServer(t testing.TB, sc *scenario.Scenario, dir string) *routeEnv {
 	c.QoE.MinSessions, c.QoE.Lowest = 3, 800_000
 	clock := newClock(t0)
 	cfg := Config{
-		Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey,
+		Rooms: []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey,
 			QoE: &qoe.Config{Window: time.Minute, MinSessions: 3, Fraction: 0.5, Margin: 0.2, Hold: time.Minute}}},
 		Pools:         []pool.Config{c},
 		OperatorToken: testToken,
@@ -452,18 +454,18 @@ func TestRouteTableBothEngines(t *testing.T) {
 	for engine, e := range envs {
 		now := time.UnixMicro(int64(e.clock.Load()))
 		pw := e.srv.poolNamed("").qoe.Load()
-		rw := e.srv.sortedHubs()[0].qoe
-		e.srv.evaluate(pw, now)
-		e.srv.evaluate(rw, now)
-		st := e.srv.sortedHubs()[0].state.Load()
-		seq, _ := st.keyLogSeq()
+		rw := e.srv.sortedHubs()[0].QoE()
+		pw.Evaluate(e.srv.log, now)
+		rw.Evaluate(e.srv.log, now)
+		st := e.srv.sortedHubs()[0].State()
+		seq, _ := st.KeyLogSeq()
 		v := e.srv.poolView(context.Background(), e.srv.poolNamed(""))
 		var edges []string
 		for _, ed := range v.Edges {
 			edges = append(edges, fmt.Sprintf("%s w%d drained=%v", ed.Pathway, ed.Weight, ed.Drained))
 		}
 		states[engine] = fmt.Sprintf("pool cells %v\npool ignored %v\nroom cells %v\nroom ignored %v\nedges %v\npolicy %s seq %d",
-			cellsOf(pw), pw.agg.Ignored(), cellsOf(rw), rw.agg.Ignored(), edges, st.digest, seq)
+			cellsOf(pw), pw.Agg.Ignored(), cellsOf(rw), rw.Agg.Ignored(), edges, st.Digest(), seq)
 		// By hand: the pool's cells are the steering requests' reports
 		// (fra 3, par 2, ams 1 on cdn-b, the par session moved to report
 		// cdn-a once) and the reports' (wxyz 3 on cdn-a, qqqq 1 on cdn-b).
@@ -521,7 +523,7 @@ func TestFastReportCohortLoopback(t *testing.T) {
 		send(fmt.Sprintf("127.0.4.%d", i+1), "GET", pool.DefaultPath+"?_HLS_pathway=cdn-b&_HLS_throughput=9000000", cohorts[i%len(cohorts)], nil, "")
 	}
 	w := e.srv.poolNamed("").qoe.Load()
-	e.srv.evaluate(w, time.Now())
+	w.Evaluate(e.srv.log, time.Now())
 	want := []string{"cdn-a/wxyz 3 2000000", "cdn-b/ams 5 9000000", "cdn-b/fra 5 9000000", "cdn-b/lon 5 9000000", "cdn-b/par 5 9000000"}
 	if got := cellsOf(w); !slices.Equal(got, want) {
 		t.Errorf("cells\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

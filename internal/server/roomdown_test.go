@@ -15,6 +15,7 @@ import (
 	"github.com/waisteer/waisteer/internal/health"
 	"github.com/waisteer/waisteer/internal/num"
 	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/ruleref"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -132,7 +133,7 @@ func TestDownNeverFirstRule(t *testing.T) {
 				down[id] = true
 			}
 			t.Run(name+"/down "+strings.Join(downIDs, ","), func(t *testing.T) {
-				ov, err := overlayPolicy(base, down, sc.SteerKey)
+				ov, err := roomsteer.OverlayPolicy(base, down, sc.SteerKey)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -438,7 +439,7 @@ func TestRoomDownNeverFirst(t *testing.T) {
 	e := newEnv(t, downSpec(nil), false)
 	e.stop()
 	edges := map[string]*healthEdge{}
-	checks := RoomChecks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
+	checks := roomsteer.Checks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
 	for _, id := range e.sc.Policy.IDs() {
 		edges[id] = newHealthEdge(t)
 		checks.URLs[id] = edges[id].url()
@@ -581,12 +582,11 @@ func TestQoEKeepsALeader(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(&base.Pathways[2])
 		}
-		h := &hub{qoe: &qoeWatch{}, degraded: []string{"a", "b"}}
 		down := map[string]bool{}
 		for _, id := range tc.health {
 			down[id] = true
 		}
-		got := slices.Sorted(maps.Keys(h.qoeDown(&base, down)))
+		got := slices.Sorted(maps.Keys(roomsteer.QoEDown(&base, down, []string{"a", "b"})))
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: down %v, want %v", tc.name, got, tc.want)
 		}
@@ -605,7 +605,7 @@ func TestRoomAllDown(t *testing.T) {
 	e := newEnv(t, downSpec(nil), false)
 	e.stop()
 	edges := map[string]*healthEdge{}
-	checks := RoomChecks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
+	checks := roomsteer.Checks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
 	ids := e.sc.Policy.IDs()
 	for _, id := range ids {
 		edges[id] = newHealthEdge(t)
@@ -614,7 +614,7 @@ func TestRoomAllDown(t *testing.T) {
 	e.start(func(c *Config) { c.Rooms[0].Checks = checks })
 	e.postRecords(e.sc.Records, http.StatusOK)
 	operator := e.sc.Policy.Digest().String()
-	all, err := overlayPolicy(e.sc.Policy, map[string]bool{"a": true, "b": true, "c": true}, e.sc.SteerKey)
+	all, err := roomsteer.OverlayPolicy(e.sc.Policy, map[string]bool{"a": true, "b": true, "c": true}, e.sc.SteerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +689,7 @@ func FuzzOverlayPolicy(f *testing.F) {
 				down[pw.ID] = true
 			}
 		}
-		ov, err := overlayPolicy(base, down, key)
+		ov, err := roomsteer.OverlayPolicy(base, down, key)
 		if err != nil {
 			t.Fatalf("overlay: %v", err)
 		}

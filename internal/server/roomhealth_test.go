@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/health"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 )
@@ -26,7 +27,7 @@ func TestRoomPathwayDown(t *testing.T) {
 	e.stop()
 	ids := e.sc.Policy.IDs()
 	edges := map[string]*healthEdge{}
-	checks := RoomChecks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
+	checks := roomsteer.Checks{Settings: health.Settings{Every: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, DownAfter: 1}, URLs: map[string]string{}}
 	for _, id := range ids {
 		edges[id] = newHealthEdge(t)
 		checks.URLs[id] = edges[id].url()

@@ -15,36 +15,24 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
+	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
-	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
-	"github.com/waisteer/waisteer/policy"
-	"github.com/waisteer/waisteer/report/qoe"
 	"github.com/waisteer/waisteer/store"
 )
 
-// RoomConfig is one room the server steers.
-type RoomConfig struct {
-	Descriptor  []byte         // room descriptor (CBOR)
-	KeyLogHead  []byte         // nil for a room with no origin
-	Policy      []byte         // signed WSP1; nil to steer by the store's active policy
-	SteeringKey sig.PrivateKey // signs decisions; must be allowed by COMPANION §4.2 for the policy's room
-	Checks      RoomChecks     // the pathways' health checks; none by default
-	// QoE moves a pathway whose players report it degrading out of the
-	// limits, as a failed health check does (issue 17 item 4); nil for
-	// none. The room is one cohort.
-	QoE *qoe.Config
-}
-
 // Config configures a Server.
 type Config struct {
-	Rooms []RoomConfig
+	Rooms []roomsteer.Config
 	// Pools are steered by their edges' health and weight, unsigned
 	// (internal/pool); their paths are their own.
 	Pools []pool.Config
@@ -91,7 +79,6 @@ const (
 	maxRecordsBody = 4 << 20 // a hop's POST: about 17 000 records of no tracks
 	maxPolicyBody  = 4 << 20 // a policy of 32 pathways with every field at its longest is under 3 MiB
 	maxKeyLogBody  = 1 << 20
-	maxTarget      = 16 << 10 // a steering request's target
 	// maxBody is the largest of the limits above: FastServer refuses a
 	// larger body before reading it.
 	maxBody = max(maxRecordsBody, maxPolicyBody, maxKeyLogBody)
@@ -109,7 +96,7 @@ type Server struct {
 	retain uint64 // µs; 0 keeps everything
 	name   string // Config.Name
 
-	hubs     map[sig.Hash]*hub
+	hubs     map[sig.Hash]*roomsteer.Room
 	pools    []*poolHub // by name; replaced whole by Reload
 	front    *front.Front
 	poolsMu  sync.Mutex
@@ -118,13 +105,14 @@ type Server struct {
 	routes   atomic.Pointer[routeTable]
 	routesMu sync.Mutex // serialises the table's rebuilds
 
-	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
+	policies    sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
+	checkpoints sync.Map // room id → *atomic.Pointer[signedCheckpoint], the latest of its log signed
 
-	limits  *steerLimits  // nil for none
-	proxies limit.Proxies // Config.Limits.TrustedProxies
+	limits  *budget.Budgets // nil for none
+	proxies limit.Proxies   // Config.Limits.TrustedProxies
 
-	commits *committer
-	records *recordCommitter
+	commits *commit.Decisions
+	records *commit.Records
 	metrics *metrics
 	mux     http.Handler
 
@@ -159,10 +147,10 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		grace:    uint64(cmpOr(cfg.SessionGrace, DefaultSessionGrace) / time.Microsecond),
 		token:    []byte(cfg.OperatorToken),
 		retain:   uint64(max(cfg.Retention, 0) / time.Microsecond),
-		hubs:     map[sig.Hash]*hub{},
+		hubs:     map[sig.Hash]*roomsteer.Room{},
 		archived: map[sig.Hash]store.Room{},
 		metrics:  newMetrics(),
-		limits:   newSteerLimits(cfg.Limits),
+		limits:   budget.New(cfg.Limits),
 		proxies:  cfg.Limits.TrustedProxies,
 	}
 	if s.log == nil {
@@ -195,16 +183,16 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		byID[r.ID] = r
 	}
 	// Everything is checked before anything is stored or used.
-	var hubs []*hub
+	var hubs []*roomsteer.Room
 	for i, rc := range cfg.Rooms {
-		h, err := s.openRoom(ctx, rc, byID)
+		h, err := roomsteer.Open(ctx, rc, byID, s.roomDeps())
 		if err != nil {
 			return nil, fmt.Errorf("server: room %d: %w", i, err)
 		}
-		if _, dup := s.hubs[h.id]; dup {
-			return nil, fmt.Errorf("server: room %d: room %s is configured twice", i, h.id)
+		if _, dup := s.hubs[h.ID()]; dup {
+			return nil, fmt.Errorf("server: room %d: room %s is configured twice", i, h.ID())
 		}
-		s.hubs[h.id] = h
+		s.hubs[h.ID()] = h
 		hubs = append(hubs, h)
 	}
 	if !cfg.KeepForeignRooms {
@@ -223,8 +211,8 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	}
 	var known []string
 	for _, h := range hubs {
-		if h.decisions != "" {
-			known = append(known, h.decisions)
+		if d := h.SupersededDecisions(); d != "" {
+			known = append(known, d)
 		}
 	}
 	if len(cfg.Pools) > 0 {
@@ -253,21 +241,8 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	for _, h := range hubs {
-		st := h.state.Load()
-		if err := s.st.PutRoom(ctx, store.Room{ID: h.id, Descriptor: st.descriptor, KeyLogHead: st.head}); err != nil {
-			return nil, fmt.Errorf("server: storing room %s: %w", h.id, err)
-		}
-		if err := s.keepEpoch(ctx, h, st); err != nil {
-			return nil, fmt.Errorf("server: storing room %s's key log head as an epoch of its log: %w", h.id, err)
-		}
-		if err := s.st.PutPolicy(ctx, h.id, st.digest, st.policy.Bytes(), true); err != nil {
-			return nil, fmt.Errorf("server: storing room %s's policy: %w", h.id, err)
-		}
-		s.policies.Store(st.digest, st.policy)
-		s.warnHopGaps(h, st)
-		// The evidence, from the records the store holds (§5).
-		if err := h.replace(ctx, st, nil); err != nil {
-			return nil, fmt.Errorf("server: room %s's evidence: %w", h.id, err)
+		if err := h.Publish(ctx); err != nil {
+			return nil, fmt.Errorf("server: room %s: %w", h.ID(), err)
 		}
 	}
 	// A table of loads in memory starts empty: it reads on from the
@@ -275,15 +250,15 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	// the rooms' logs beside steering (restore.go), so that a restart
 	// keeps §6.1's capacities and the loads an audit recounts.
 	memLoads, _ := loads.(*store.MemLoads)
-	resumed := make([]logged, len(hubs))
+	resumed := make([]roomsteer.Logged, len(hubs))
 	for i, h := range hubs {
 		if memLoads == nil {
-			h.restored.Store(true) // a shared table keeps its sessions
+			h.MarkRestored() // a shared table keeps its sessions
 			continue
 		}
 		var err error
-		if resumed[i], err = s.resumeLoads(ctx, h, memLoads); err != nil {
-			return nil, fmt.Errorf("server: room %s's log: %w", h.id, err)
+		if resumed[i], err = h.ResumeLoads(ctx, memLoads); err != nil {
+			return nil, fmt.Errorf("server: room %s's log: %w", h.ID(), err)
 		}
 	}
 	for id, r := range byID {
@@ -296,12 +271,12 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 
 	bg, stop := context.WithCancel(context.Background())
 	s.bgCtx, s.stop = bg, stop
-	s.commits = newCommitter(st, s.metrics, s.log)
+	s.commits = commit.NewDecisions(st, s.log)
 	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.commits.run() }()
-	s.records = newRecordCommitter(st, s.log)
+	go func() { defer s.bg.Done(); s.commits.Run() }()
+	s.records = commit.NewRecords(st, s.log)
 	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.records.run() }()
+	go func() { defer s.bg.Done(); s.records.Run() }()
 	for i, h := range hubs {
 		if memLoads == nil {
 			continue
@@ -312,15 +287,15 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			began := time.Now()
 			var n int
 			err := guard.Try(s.log, "restore", func() (err error) {
-				n, err = s.restoreLoads(bg, h, memLoads, resumed[i])
+				n, err = h.RestoreLoads(bg, memLoads, resumed[i])
 				return err
 			})
 			if err != nil && bg.Err() == nil {
-				s.log.Error("counting the live sessions again from the log", "room", h.id.String(), "err", err, "sessions", n)
+				s.log.Error("counting the live sessions again from the log", "room", h.ID().String(), "err", err, "sessions", n)
 			} else if n > 0 {
-				s.log.Info("live sessions counted again from the log", "room", h.id.String(), "sessions", n, "took", time.Since(began).String())
+				s.log.Info("live sessions counted again from the log", "room", h.ID().String(), "sessions", n, "took", time.Since(began).String())
 			}
-			h.restored.Store(true)
+			h.MarkRestored()
 		}()
 	}
 	s.startPools(bg)
@@ -343,9 +318,9 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		}()
 	}
 	for _, h := range hubs {
-		if h.wake != nil {
+		if h.HasOverlay() {
 			s.bg.Add(1)
-			go func() { defer s.bg.Done(); h.runOverlay(bg) }()
+			go func() { defer s.bg.Done(); h.RunOverlay(bg) }()
 		}
 	}
 	s.dash.rooms, s.dash.pools = map[sig.Hash][]RoomSample{}, map[string][]PoolSample{}
@@ -364,7 +339,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
-			s.every(bg, "limits", 10*time.Second, func(context.Context) { s.limits.sweep(s.limitNow()) })
+			s.every(bg, "limits", 10*time.Second, func(context.Context) { s.limits.Sweep(s.limitNow()) })
 		}()
 	}
 	if s.retain > 0 {
@@ -392,91 +367,6 @@ func cmpOr(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-// openRoom checks one configured room and makes its hub, with its state
-// published and nothing stored yet.
-func (s *Server) openRoom(ctx context.Context, rc RoomConfig, stored map[sig.Hash]store.Room) (*hub, error) {
-	if rc.SteeringKey.IsZero() {
-		return nil, errors.New("no steering key")
-	}
-	rm, err := room.Open(rc.Descriptor, rc.KeyLogHead)
-	if err != nil {
-		return nil, err
-	}
-	desc, head := rc.Descriptor, rc.KeyLogHead
-	if rm.Head() == nil {
-		head = nil // a room with no origin: a head given is not read (COMPANION §4.1)
-	}
-	if prev, ok := stored[rm.ID()]; ok && prev.KeyLogHead != nil && rm.Head() != nil {
-		// An operator may have installed a newer head since the
-		// configuration was written: the greater seq wins.
-		if pr, err := room.Open(prev.Descriptor, prev.KeyLogHead); err == nil && pr.Head().Seq > rm.Head().Seq {
-			rm, desc, head = pr, prev.Descriptor, prev.KeyLogHead
-		}
-	}
-	p, superseded, err := s.startPolicy(ctx, rm.ID(), rc.Policy)
-	if err != nil {
-		return nil, err
-	}
-	h := &hub{s: s, id: rm.ID(), key: rc.SteeringKey, signer: rc.SteeringKey.Public(), index: evidence.NewIndex()}
-	st, err := newState(rm, desc, head, p, h.signer)
-	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", p.Digest(), err)
-	}
-	if superseded != nil {
-		// Players may still poll the configured policy's URIs, and hold
-		// manifests naming its decision_uri.
-		if steer, decisions, err := policyRoutes(superseded); err == nil {
-			for _, r := range steer {
-				if !slices.ContainsFunc(st.steer, r.equal) {
-					h.retired = append(h.retired, r)
-				}
-			}
-			h.decisions = decisions
-		}
-	}
-	h.state.Store(st)
-	h.base = p
-	if err := h.openChecks(rc.Checks); err != nil {
-		return nil, err
-	}
-	if err := h.openQoE(rc.QoE); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// startPolicy chooses the policy a room starts with: the configuration's,
-// unless the store already holds those bytes and has another active,
-// which an operator installed after them; with none configured, the
-// store's active one.
-func (s *Server) startPolicy(ctx context.Context, id sig.Hash, raw []byte) (use, superseded *policy.Policy, err error) {
-	activeDigest, active, err := s.st.ActivePolicy(ctx, id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, nil, err
-	}
-	hasActive := err == nil
-	if raw == nil {
-		if !hasActive {
-			return nil, nil, errors.New("no policy configured, and the store has none active")
-		}
-		use, err = policy.Parse(active)
-		return use, nil, err
-	}
-	p, err := policy.Parse(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	if hasActive && activeDigest != p.Digest() {
-		if known, err := s.st.Policy(ctx, p.Digest()); err == nil && bytes.Equal(known, raw) {
-			s.log.Info("steering by the policy the store holds active, installed after the configured one",
-				"room", id.String(), "active", activeDigest.String(), "configured", p.Digest().String())
-			use, err = policy.Parse(active)
-			return use, p, err
-		}
-	}
-	return p, nil, nil
 }
 
 // Handler returns the handler of every route.
@@ -526,13 +416,13 @@ func (s *Server) recoverRequest() {
 // route's refusal, when it has one): a preflight, or a steering request.
 func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, aerr *api.Error) {
 	if r.Method == http.MethodOptions {
-		s.count(routePreflight, w, r, s.preflight)
+		s.count(routePreflight, w, r, answer.Preflight)
 		return
 	}
 	if r.Method == http.MethodPost {
 		s.count(routeReports, w, r, func(w http.ResponseWriter, r *http.Request) {
 			if aerr != nil {
-				steerHeaders(w)
+				answer.Headers(w)
 				web.Refuse(w, aerr)
 				return
 			}
@@ -542,11 +432,11 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, a
 	}
 	s.count(routeSteer, w, r, func(w http.ResponseWriter, r *http.Request) {
 		if aerr != nil {
-			steerHeaders(w)
+			answer.Headers(w)
 			web.Refuse(w, aerr)
 			return
 		}
-		h.serveSteer(w, r)
+		h.ServeSteer(w, r)
 	})
 }
 
@@ -676,7 +566,7 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 // "/v1/records/../../etc/passwd" is a path of nothing the server serves.
 func (s *Server) cleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if why := pathDefect(r.URL.EscapedPath()); why != "" && r.Method != http.MethodConnect {
+		if why := web.PathDefect(r.URL.EscapedPath()); why != "" && r.Method != http.MethodConnect {
 			s.count(routeOther, w, r, func(w http.ResponseWriter, r *http.Request) {
 				web.Refuse(w, api.Errorf(api.BadPath, "the path %q %s", r.URL.EscapedPath(), why))
 			})
@@ -686,47 +576,8 @@ func (s *Server) cleanPath(next http.Handler) http.Handler {
 	})
 }
 
-// pathDefect says what is wrong with an escaped path, or "" when nothing
-// is: it must be absolute, with no empty segment (a single "/" at its end
-// ends its last segment) and no dot segment (RFC 3986 §3.3, §5.2.4).
-func pathDefect(p string) string {
-	if p == "" || p[0] != '/' {
-		return "is not an absolute path"
-	}
-	rest := p[1:]
-	for rest != "" {
-		seg, after, more := strings.Cut(rest, "/")
-		switch {
-		case seg == "" && more:
-			return "has an empty segment (//)"
-		case isDotSegment(seg):
-			return "has a dot segment (" + seg + ")"
-		}
-		rest = after
-	}
-	return ""
-}
-
-// isDotSegment reports whether a segment is "." or ".." once its
-// percent-encodings are decoded ("%2e" is ".").
-func isDotSegment(seg string) bool {
-	dots := 0
-	for seg != "" && dots < 3 {
-		switch {
-		case seg[0] == '.':
-			seg = seg[1:]
-		case len(seg) >= 3 && seg[0] == '%' && seg[1] == '2' && (seg[2] == 'e' || seg[2] == 'E'):
-			seg = seg[3:]
-		default:
-			return false
-		}
-		dots++
-	}
-	return seg == "" && (dots == 1 || dots == 2)
-}
-
 // hubOf finds the room a {room} path segment names.
-func (s *Server) hubOf(r *http.Request) (*hub, *api.Error) {
+func (s *Server) hubOf(r *http.Request) (*roomsteer.Room, *api.Error) {
 	id, aerr := web.Digest(r.PathValue("room"))
 	if aerr != nil {
 		return nil, aerr
@@ -738,12 +589,12 @@ func (s *Server) hubOf(r *http.Request) (*hub, *api.Error) {
 	return h, nil
 }
 
-func (s *Server) sortedHubs() []*hub {
-	hs := make([]*hub, 0, len(s.hubs))
+func (s *Server) sortedHubs() []*roomsteer.Room {
+	hs := make([]*roomsteer.Room, 0, len(s.hubs))
 	for _, h := range s.hubs {
 		hs = append(hs, h)
 	}
-	slices.SortFunc(hs, func(a, b *hub) int { return bytes.Compare(a.id[:], b.id[:]) })
+	slices.SortFunc(hs, func(a, b *roomsteer.Room) int { x, y := a.ID(), b.ID(); return bytes.Compare(x[:], y[:]) })
 	return hs
 }
 
@@ -766,7 +617,7 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.closing.Load():
 		web.Refuse(w, api.Errorf(api.Closing, "the server is closing"))
-	case s.commits.failing.Load():
+	case s.commits.Failing():
 		web.Refuse(w, api.Errorf(api.StoreUnavailable, "the store refused the last group of decisions"))
 	case !s.storeReachable():
 		web.Refuse(w, api.Errorf(api.StoreUnavailable, web.StoreReason))
@@ -823,8 +674,8 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.stop()
 	s.stopPools()
-	s.commits.close()
-	s.records.close()
+	s.commits.Close()
+	s.records.Close()
 	done := make(chan struct{})
 	go func() { s.bg.Wait(); close(done) }()
 	select {
@@ -841,8 +692,8 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) recordHorizon(oldest uint64) uint64 {
 	before := oldest
 	for _, h := range s.sortedHubs() {
-		if st := h.state.Load(); st != nil && st.policy != nil {
-			before = min(before, evidence.RecordHorizon(st.policy, oldest))
+		if st := h.State(); st != nil && st.Policy() != nil {
+			before = min(before, evidence.RecordHorizon(st.Policy(), oldest))
 		}
 	}
 	return before

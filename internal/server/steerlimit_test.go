@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
-	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -171,8 +170,8 @@ func TestSteerBudgets(t *testing.T) {
 		t.Fatal("the status counts no request over budget")
 	}
 	want := LimitedView{
-		Replayed: map[string]uint64{overAddressDecisions: 1, overNetworkDecisions: 1},
-		Refused:  map[string]uint64{overAddressSessions: 1, overAddressDecisions: 2},
+		Replayed: map[string]uint64{"address_decisions": 1, "network_decisions": 1},
+		Refused:  map[string]uint64{"address_sessions": 1, "address_decisions": 2},
 	}
 	if !sameCounts(st.Limited.Replayed, want.Replayed) || !sameCounts(st.Limited.Refused, want.Refused) {
 		t.Errorf("status limited %+v, want %+v", *st.Limited, want)
@@ -219,10 +218,8 @@ func TestSteerBudgetsOff(t *testing.T) {
 	if e.srv.limits != nil || e.status().Limited != nil {
 		t.Fatal("no budget configured, and yet budgets")
 	}
-	for i := range e.srv.hubs[e.sc.Room.ID()].latest.shards {
-		if len(e.srv.hubs[e.sc.Room.ID()].latest.shards[i].cur) != 0 {
-			t.Fatal("a manifest kept with no budget")
-		}
+	if e.srv.hubs[e.sc.Room.ID()].Replayable() != 0 {
+		t.Fatal("a manifest kept with no budget")
 	}
 }
 
@@ -282,7 +279,7 @@ func TestPoolBudgets(t *testing.T) {
 		t.Errorf("%d sessions counted, %d before: a request over budget counts none", n, sessions)
 	}
 	v := e.view()
-	if v.Limited == nil || v.Limited.Refused[overAddressSessions] != 1 || v.Limited.Replayed[overAddressDecisions] != 3 {
+	if v.Limited == nil || v.Limited.Refused["address_sessions"] != 1 || v.Limited.Replayed["address_decisions"] != 3 {
 		t.Errorf("pool view limited %+v, want refused address_sessions 1, replayed address_decisions 3", v.Limited)
 	}
 }
@@ -346,7 +343,7 @@ func BenchmarkSteerBudgets(b *testing.B) {
 				b.Fatal(err)
 			}
 			srv, err := New(context.Background(), Config{
-				Rooms: []RoomConfig{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
+				Rooms: []roomsteer.Config{{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes, Policy: sc.PolicyBytes, SteeringKey: sc.SteerKey}},
 				Clock: newClock(t0).Load, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: c.limits,
 			}, store.NewMemory(), store.NewLoads())
 			if err != nil {
@@ -364,55 +361,5 @@ func BenchmarkSteerBudgets(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestLatestTable: a session's latest manifest is answered again only
-// while it is less than a period old, whichever generation holds it; a
-// later decision is not overwritten by an earlier one committed after it.
-func TestLatestTable(t *testing.T) {
-	var l latestTable
-	const period = 10_000_000
-	s := report.Session{7}
-	l.put(s, &latestManifest{t: 100, ttl: 30}, 100, period)
-	for _, c := range []struct {
-		now  uint64
-		want bool
-	}{{90, true}, {100, true}, {100 + period - 1, true}, {100 + period, false}} {
-		if _, ok := l.get(s, c.now, period); ok != c.want {
-			t.Errorf("at %d: %v, want %v", c.now, ok, c.want)
-		}
-	}
-	// Kept at 100 + period/2 (t 150): the generation turns at 100 +
-	// period, and the manifest is read from the previous one until 150 +
-	// period.
-	l.put(s, &latestManifest{t: 150 + period/2, ttl: 31}, 150+period/2, period)
-	l.put(s, &latestManifest{t: 140 + period/2, ttl: 32}, 150+period/2, period)
-	if m, ok := l.get(s, 120+period, period); !ok || m.ttl != 31 {
-		t.Errorf("after the turn: %+v %v, want the later decision (ttl 31)", m, ok)
-	}
-	if _, ok := l.get(s, 150+period/2+period, period); ok {
-		t.Error("a period after its decision, a manifest is not answered again")
-	}
-}
-
-// TestOverBudgetAnswer: the 503 written from bytes encoded once is the one
-// api.WriteError writes, with Retry-After.
-func TestOverBudgetAnswer(t *testing.T) {
-	got := httptest.NewRecorder()
-	refuseOverBudget(got, 30)
-	want := httptest.NewRecorder()
-	want.Header().Set("Retry-After", "30")
-	api.WriteError(want, api.Errorf(api.OverBudget, "the server steers this client's address or network at its budget; ask again after Retry-After"))
-	if got.Code != http.StatusServiceUnavailable || got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
-		t.Fatalf("%d %s, want %d %s", got.Code, got.Body, want.Code, want.Body)
-	}
-	for k := range want.Header() {
-		if got.Header().Get(k) != want.Header().Get(k) {
-			t.Errorf("%s: %q, want %q", k, got.Header().Get(k), want.Header().Get(k))
-		}
-	}
-	if len(got.Header()) != len(want.Header()) {
-		t.Errorf("headers %v, want %v", got.Header(), want.Header())
 	}
 }

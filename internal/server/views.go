@@ -1,8 +1,16 @@
 package server
 
-import "github.com/waisteer/waisteer/internal/view"
+import (
+	"github.com/waisteer/waisteer/internal/answer"
+	"github.com/waisteer/waisteer/internal/budget"
+	"github.com/waisteer/waisteer/internal/roomsteer"
+	"github.com/waisteer/waisteer/internal/view"
+)
 
 // The operator's views, kept under their former names (internal/view).
+// SteerLimits are the steering routes' budgets (budget.Config).
+type SteerLimits = budget.Config
+
 type (
 	Status          = view.Status
 	PolicyStatus    = view.PolicyStatus
@@ -23,3 +31,12 @@ type (
 	Epoch           = view.Epoch
 	ReportsAnswer   = view.ReportsAnswer
 )
+
+// ManifestType is the media type of a steering manifest (answer.ManifestType).
+const ManifestType = answer.ManifestType
+
+// RoomConfig is one room the server steers (roomsteer.Config).
+type RoomConfig = roomsteer.Config
+
+// RoomChecks are the health checks of a room's pathways (roomsteer.Checks).
+type RoomChecks = roomsteer.Checks

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/room"
+	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 )
@@ -79,7 +80,7 @@ func TestPolicyPutWarnsHopGaps(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT: %d %s", resp.StatusCode, b)
 	}
-	var ans changeAnswer
+	var ans roomsteer.ChangeAnswer
 	if err := json.Unmarshal(b, &ans); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestPolicyPutWarnsHopGaps(t *testing.T) {
 	}
 	// The scenario's own policy: every hop is listed with its class.
 	resp, b = e.put("policy", e.sc.PolicyBytes)
-	ans = changeAnswer{}
+	ans = roomsteer.ChangeAnswer{}
 	if err := json.Unmarshal(b, &ans); err != nil || resp.StatusCode != http.StatusOK || len(ans.Warnings) != 0 {
 		t.Errorf("PUT of the scenario's policy: %d %s", resp.StatusCode, b)
 	}

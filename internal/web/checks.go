@@ -43,3 +43,42 @@ func Digest(s string) (sig.Hash, *api.Error) {
 	h, _ = sig.ParseHash(s)
 	return h, nil
 }
+
+// PathDefect says what is wrong with an escaped path, or "" when nothing
+// is: it must be absolute, with no empty segment (a single "/" at its end
+// ends its last segment) and no dot segment (RFC 3986 §3.3, §5.2.4).
+func PathDefect(p string) string {
+	if p == "" || p[0] != '/' {
+		return "is not an absolute path"
+	}
+	rest := p[1:]
+	for rest != "" {
+		seg, after, more := strings.Cut(rest, "/")
+		switch {
+		case seg == "" && more:
+			return "has an empty segment (//)"
+		case isDotSegment(seg):
+			return "has a dot segment (" + seg + ")"
+		}
+		rest = after
+	}
+	return ""
+}
+
+// isDotSegment reports whether a segment is "." or ".." once its
+// percent-encodings are decoded ("%2e" is ".").
+func isDotSegment(seg string) bool {
+	dots := 0
+	for seg != "" && dots < 3 {
+		switch {
+		case seg[0] == '.':
+			seg = seg[1:]
+		case len(seg) >= 3 && seg[0] == '%' && seg[1] == '2' && (seg[2] == 'e' || seg[2] == 'E'):
+			seg = seg[3:]
+		default:
+			return false
+		}
+		dots++
+	}
+	return seg == "" && (dots == 1 || dots == 2)
+}

@@ -1,10 +1,11 @@
-package server
+package roomsteer
 
 import (
 	"net/http"
 	"slices"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
 )
@@ -13,14 +14,14 @@ import (
 // pathway its players report degrading is kept out of the limits exactly
 // as a pathway whose health checks fail (roomhealth.go): the room steers
 // by a policy its steering key signs, the operator's but for that
-// pathway's latency_ms, above the ceiling (overlayPolicy), so that it is
+// pathway's latency_ms, above the ceiling (OverlayPolicy), so that it is
 // first for no client, one reporting it as current included (issue 26
 // item 4), and every decision still verifies (§9). The per-client rule has
 // no place in a room: a decision's order is §6's.
 
 // openQoE makes the room's QoE watch: the steering key must be allowed to
 // sign the room's policies, as for health checks.
-func (h *hub) openQoE(c *qoe.Config) error {
+func (h *Room) openQoE(c *qoe.Config) error {
 	if c == nil {
 		return nil
 	}
@@ -33,7 +34,7 @@ func (h *hub) openQoE(c *qoe.Config) error {
 		return err
 	}
 	wake := h.overlayWake()
-	h.qoe = newQoEWatch(agg, h.label(), func(behind map[string]qoe.Moved) {
+	h.qoe = qoewatch.New(agg, h.Label(), func(behind map[string]qoe.Moved) {
 		// A room's policy holds for every session: a pathway being probed
 		// is given back to all of them.
 		m := behind[""]
@@ -45,17 +46,22 @@ func (h *hub) openQoE(c *qoe.Config) error {
 	return nil
 }
 
-// qoeDown adds to down the pathways the QoE moved off, unless that would
-// leave the room no pathway outside down that the operator's policy lets
-// be first (mayLead): a room whose every pathway degrades steers by its
-// other limits, not by none.
-func (h *hub) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool {
+// qoeDown adds to down the pathways the QoE moved off (QoEDown).
+func (h *Room) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool {
 	if h.qoe == nil {
 		return down
 	}
 	h.qoeMu.Lock()
 	degraded := slices.Clone(h.degraded)
 	h.qoeMu.Unlock()
+	return QoEDown(base, down, degraded)
+}
+
+// QoEDown adds to down the pathways degraded, unless that would leave the
+// room no pathway outside down that the operator's policy base lets be
+// first (mayLead): a room whose every pathway degrades steers by its
+// other limits, not by none.
+func QoEDown(base *policy.Policy, down map[string]bool, degraded []string) map[string]bool {
 	if len(degraded) == 0 {
 		return down
 	}
@@ -85,7 +91,9 @@ func mayLead(p *policy.Policy, pw *policy.Pathway) bool {
 	return pw.LatencyMs <= p.LatencyCeilingMs && pw.TopTier >= p.Floor && pw.Capacity != 0
 }
 
-func (h *hub) reportsTo(*http.Request) (*qoeWatch, []string, string) {
+// ReportsTo is where a CMCD event report posted to the room's steering
+// route goes: its QoE watch, nil when it steers by none.
+func (h *Room) ReportsTo(*http.Request) (*qoewatch.Watch, []string, string) {
 	if h.qoe == nil {
 		return nil, nil, ""
 	}

@@ -1,8 +1,15 @@
-package server
+// Package commit makes the server's writes durable in groups: the
+// decisions of the steering requests (Decisions), one durable write for
+// every decision that waits, and the records of the hops' POSTs (Records).
+// It owns the groups, their patience and their metrics, and knows nothing
+// of rooms, pools or routes: a steerer hands it a Job and waits.
+package commit
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -10,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -20,17 +28,20 @@ const maxGroup = 1024
 // this time is treated as failing, and its requests are answered 503.
 const commitTimeout = 5 * time.Second
 
-// errClosed is the error of a commit handed to a closed committer.
-var errClosed = errors.New("server: closing")
+// ErrClosed is the error of a commit handed to a closed Decisions.
+var ErrClosed = errors.New("commit: closing")
 
-// commitJob is one decision waiting to be durable.
-type commitJob struct {
-	ev   store.Evidence
-	d    store.Decision
-	done chan error // buffered: the committer never waits on a request
+// Job is one decision waiting to be durable.
+type Job struct {
+	Evidence store.Evidence // the snapshot the decision names
+	Decision store.Decision
+	done     chan error // buffered: Decisions never waits on a request
 }
 
-// committer writes decisions to the store in groups: one durable write
+// NewJob makes a job, to be reused for one decision after another.
+func NewJob() Job { return Job{done: make(chan error, 1)} }
+
+// Decisions writes decisions to the store in groups: one durable write
 // (PutDecisions) for every decision that waits, so that durability costs
 // one write per group rather than one per request.
 //
@@ -45,16 +56,19 @@ type commitJob struct {
 // is mostly its own, and a group of the five 32-pathway decisions signed
 // during one sync paid for a write every five (issue 14). The wait costs
 // the core nothing, since the requests it waits for are what it does
-// meanwhile. A committer that spaced its writes by an interval instead
+// meanwhile. A Decisions that spaced its writes by an interval instead
 // (issue 7 had 4 ms) left the core idle once every request was in the
 // group: issue 14 measured its core 74 to 78 % busy at saturation. A lone
 // request is written at once.
-type committer struct {
-	st      store.Store
-	metrics *metrics
-	log     *slog.Logger
+type Decisions struct {
+	st  store.Store
+	log *slog.Logger
 
-	in       inbox[*commitJob]
+	batch    *web.Histogram // decisions per group
+	latency  *web.Histogram // a group's write
+	failures atomic.Uint64  // groups the store refused
+
+	in       inbox[*Job]
 	deciding inFlight      // requests being decided, not yet handed over
 	failing  atomic.Bool   // the last group failed
 	outages  atomic.Uint64 // the times groups began failing
@@ -72,35 +86,70 @@ const (
 	groupPoll     = 200 * time.Microsecond
 )
 
-func newCommitter(st store.Store, m *metrics, log *slog.Logger) *committer {
-	return &committer{st: st, metrics: m, log: log, in: newInbox[*commitJob](maxGroup), done: make(chan struct{})}
+// NewDecisions writes decisions to st; Run does the writing.
+func NewDecisions(st store.Store, log *slog.Logger) *Decisions {
+	return &Decisions{
+		st: st, log: log, in: newInbox[*Job](maxGroup), done: make(chan struct{}),
+		batch: web.NewHistogram(batchBounds, 1), latency: web.NewLatencyHistogram(),
+	}
 }
 
-// commit hands a decision to the committer and waits until it is durable,
-// or until the store refused its group. decide counted the request in
-// deciding; commit has it leave. A decision handed over
+// batchBounds are the upper bounds of the group sizes' buckets.
+var batchBounds = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
+
+// StartDeciding counts a request being decided, which a group waits for
+// (up to groupPatience) until it hands its job over (Commit) or gives up
+// (LeaveDeciding).
+func (c *Decisions) StartDeciding() { c.deciding.start() }
+
+// LeaveDeciding counts a request that started deciding and will hand
+// nothing over.
+func (c *Decisions) LeaveDeciding() { c.deciding.leave() }
+
+// Failing says whether the last group failed.
+func (c *Decisions) Failing() bool { return c.failing.Load() }
+
+// Outages is how many times groups began failing.
+func (c *Decisions) Outages() uint64 { return c.outages.Load() }
+
+// Groups is how many groups were written and the decisions they held.
+func (c *Decisions) Groups() (groups, decisions uint64) { return c.batch.Totals() }
+
+// WriteMetrics writes the group commits' metric families.
+func (c *Decisions) WriteMetrics(b *bytes.Buffer) {
+	b.WriteString("# HELP waisteer_commit_group_size Decisions per durable group commit.\n# TYPE waisteer_commit_group_size histogram\n")
+	c.batch.Write(b, "waisteer_commit_group_size", "")
+	b.WriteString("# HELP waisteer_commit_duration_seconds Time of one durable group commit.\n# TYPE waisteer_commit_duration_seconds histogram\n")
+	c.latency.Write(b, "waisteer_commit_duration_seconds", "")
+	b.WriteString("# HELP waisteer_commit_failures_total Group commits the store refused.\n# TYPE waisteer_commit_failures_total counter\n")
+	fmt.Fprintf(b, "waisteer_commit_failures_total %d\n", c.failures.Load())
+}
+
+// Commit hands a decision to the Decisions and waits until it is durable,
+// or until the store refused its group. the request was counted with
+// StartDeciding; Commit has it leave. A decision handed over
 // is in a group whatever its client does, so commit waits for the group's
 // outcome even when the client has gone (ctx is not read): a decision
 // stored is answered and counted as stored, never as store_unavailable
 // (issue 14), and the job is free for reuse once commit returns.
-func (c *committer) commit(_ context.Context, j *commitJob) error {
+func (c *Decisions) Commit(_ context.Context, j *Job) error {
 	c.deciding.leave() // before the send, so that a lone request's group waits for none
 	if !c.in.send(j) {
-		return errClosed
+		return ErrClosed
 	}
 	return <-j.done
 }
 
-// close stops taking decisions; run commits those already handed over and
+// Close stops taking decisions; Run commits those already handed over and
 // returns.
-func (c *committer) close() { c.in.close() }
+func (c *Decisions) Close() { c.in.close() }
 
-// run writes groups until close: each holds the decisions queued when the
+// Run writes groups until Close: each holds the decisions queued when the
 // write before it returned, and those of the requests then being decided
 // that reach it within groupPatience.
-func (c *committer) run() {
+func (c *Decisions) Run() {
 	defer close(c.done)
-	group := make([]*commitJob, 0, maxGroup)
+	group := make([]*Job, 0, maxGroup)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -109,7 +158,7 @@ func (c *committer) run() {
 			return
 		}
 		group = append(group[:0], j)
-		open := c.in.gather(func(j *commitJob) bool {
+		open := c.in.gather(func(j *Job) bool {
 			group = append(group, j)
 			return len(group) >= maxGroup
 		}, c.deciding.since(), groupPatience, groupPoll, timer)
@@ -124,8 +173,8 @@ func (c *committer) run() {
 // write commits one group and answers each request: with the store's
 // error, or the panic recovered in writing it (guard), which fails the
 // group as a store's error does.
-func (c *committer) write(group []*commitJob) {
-	err := guard.Try(c.log, "committer", func() error { return c.put(group) })
+func (c *Decisions) write(group []*Job) {
+	err := guard.Try(c.log, "Decisions", func() error { return c.put(group) })
 	// One line per change of state, not per group (issue 26 item 6): a
 	// store that logs its own outages (store.Health) has said why.
 	if was := c.failing.Swap(err != nil); was != (err != nil) {
@@ -148,13 +197,13 @@ func (c *committer) write(group []*commitJob) {
 // put writes one group: the distinct evidence snapshots its decisions
 // reference (the store skips those it holds) and the decisions, in one
 // durable write.
-func (c *committer) put(group []*commitJob) error {
+func (c *Decisions) put(group []*Job) error {
 	// A group's decisions share one or two snapshots: a search finds them.
 	evs, ds := c.evs[:0], c.ds[:0]
 	for _, j := range group {
-		ds = append(ds, j.d)
-		if !slices.ContainsFunc(evs, func(e store.Evidence) bool { return e.Key == j.ev.Key }) {
-			evs = append(evs, j.ev)
+		ds = append(ds, j.Decision)
+		if !slices.ContainsFunc(evs, func(e store.Evidence) bool { return e.Key == j.Evidence.Key }) {
+			evs = append(evs, j.Evidence)
 		}
 	}
 	defer func() {
@@ -166,10 +215,10 @@ func (c *committer) put(group []*commitJob) error {
 	start := time.Now()
 	err := c.st.PutDecisions(ctx, evs, ds)
 	cancel()
-	c.metrics.commitLatency.ObserveDuration(time.Since(start))
-	c.metrics.commitBatch.Observe(float64(len(group)), uint64(len(group)))
+	c.latency.ObserveDuration(time.Since(start))
+	c.batch.Observe(float64(len(group)), uint64(len(group)))
 	if err != nil {
-		c.metrics.commitFailures.Add(1)
+		c.failures.Add(1)
 	}
 	return err
 }
@@ -186,7 +235,7 @@ type recordJob struct {
 	done  chan struct{}
 }
 
-// recordCommitter writes the records of the hops' POSTs in groups: the
+// Records writes the records of the hops' POSTs in groups: the
 // POSTs that arrive while a write runs are written together by the next,
 // one durable write (PutRecords) for all of them. A record given twice in a
 // group is stored once, the later answered as a duplicate, as if the POSTs
@@ -199,7 +248,7 @@ type recordJob struct {
 // with one record per POST from many hops, a group of the few checked
 // during the last write paid for a write every few records (issue 14). A
 // POST alone is written at once.
-type recordCommitter struct {
+type Records struct {
 	st       store.Store
 	log      *slog.Logger
 	in       inbox[*recordJob]
@@ -215,26 +264,26 @@ const (
 	recordPoll     = 200 * time.Microsecond
 )
 
-func newRecordCommitter(st store.Store, log *slog.Logger) *recordCommitter {
-	return &recordCommitter{st: st, log: log, in: newInbox[*recordJob](64), done: make(chan struct{})}
+func NewRecords(st store.Store, log *slog.Logger) *Records {
+	return &Records{st: st, log: log, in: newInbox[*recordJob](64), done: make(chan struct{})}
 }
 
-// check counts a POST whose records are being checked, until the returned
+// Check counts a POST whose records are being checked, until the returned
 // function is called, once, when they are handed over or refused.
-func (c *recordCommitter) check() (done func()) {
+func (c *Records) Check() (done func()) {
 	c.checking.start()
 	var once sync.Once
 	return func() { once.Do(c.checking.leave) }
 }
 
-// put hands rs to the committer and waits until they are durable, and
+// Put hands rs to the Decisions and waits until they are durable, and
 // reports for each whether it was new (Store.PutRecords). checked is the
 // function check returned for the POST.
-func (c *recordCommitter) put(ctx context.Context, rs []store.Record, checked func()) ([]bool, error) {
+func (c *Records) Put(ctx context.Context, rs []store.Record, checked func()) ([]bool, error) {
 	j := &recordJob{rs: rs, done: make(chan struct{})}
 	checked() // before the send, so that a lone POST's group waits for none
 	if !c.in.send(j) {
-		return nil, errClosed
+		return nil, ErrClosed
 	}
 	select {
 	case <-j.done:
@@ -244,9 +293,10 @@ func (c *recordCommitter) put(ctx context.Context, rs []store.Record, checked fu
 	}
 }
 
-func (c *recordCommitter) close() { c.in.close() }
+// Close stops taking records; Run writes those already handed over.
+func (c *Records) Close() { c.in.close() }
 
-// inbox is a committer's channel of jobs, closed once: a job sent after
+// inbox is a Decisions's channel of jobs, closed once: a job sent after
 // the close is refused, never a send on a closed channel.
 type inbox[T any] struct {
 	ch     chan T
@@ -307,7 +357,7 @@ func (b *inbox[T]) gather(add func(T) (full bool), waiting func() bool, patience
 	}
 }
 
-// inFlight counts the requests on their way to a committer: those that
+// inFlight counts the requests on their way to a Decisions: those that
 // started (deciding, or checking records) and those that left (handed
 // their job over, or gave up without one).
 type inFlight struct{ started, left atomic.Uint64 }
@@ -335,8 +385,8 @@ func (b *inbox[T]) close() {
 	}
 }
 
-// run writes groups until close.
-func (c *recordCommitter) run() {
+// Run writes groups until Close.
+func (c *Records) Run() {
 	defer close(c.done)
 	var group []*recordJob
 	var all []store.Record

@@ -1,9 +1,6 @@
-package server
+package roomsteer
 
 import (
-	"errors"
-	"io"
-	"mime"
 	"net/http"
 
 	"github.com/waisteer/waisteer/evidence"
@@ -13,7 +10,7 @@ import (
 	"github.com/waisteer/waisteer/store"
 )
 
-// serveRecords takes a hop's records (POST /v1/rooms/{room}/records): one
+// ServeRecords takes a hop's records (POST /v1/rooms/{room}/records): one
 // or more WMH1 records back to back, each read (COMPANION §5: §1's codes,
 // energy_invalid, record_invalid), checked for the room (wrong_room) and
 // its hop's signature (bad_key, bad_signature), and its hop's authority
@@ -22,17 +19,14 @@ import (
 // one durable write before any is answered; a refused one is never stored.
 // Each is answered in order: 200 when every record was accepted (or held
 // already), 422 otherwise.
-func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
-	if !web.NoQuery(w, r) {
-		return
-	}
-	h, aerr := s.hubOf(r)
-	if aerr == nil {
-		aerr = octetStream(r)
-	}
+// MaxRecordsBody bounds a hop's POST: about 17 000 records of no tracks.
+const MaxRecordsBody = 4 << 20
+
+func (h *Room) ServeRecords(w http.ResponseWriter, r *http.Request) {
+	aerr := web.OctetStream(r)
 	var body []byte
 	if aerr == nil {
-		body, aerr = readBody(w, r, maxRecordsBody)
+		body, aerr = web.ReadBody(w, r, MaxRecordsBody)
 	}
 	if aerr == nil && len(body) == 0 {
 		aerr = api.Errorf(api.EmptyBody, "the body holds no record")
@@ -42,7 +36,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := h.state.Load()
-	checked := s.records.check()
+	checked := h.d.Records.Check()
 	defer checked()
 	raws, splitErr := evidence.SplitRecords(body)
 	results := make([]api.RecordResult, 0, len(raws)+1)
@@ -53,7 +47,7 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	for i, raw := range raws {
 		rec, err := st.room.ReadRecord(raw)
 		if err != nil {
-			results = append(results, s.refuseRecord(h, i, err))
+			results = append(results, h.refuseRecord(i, err))
 			refused++
 			continue
 		}
@@ -79,19 +73,19 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	if splitErr != nil {
 		// The bytes after the last whole record are not one: they are
 		// refused as the record they start.
-		results = append(results, s.refuseRecord(h, len(raws), splitErr))
+		results = append(results, h.refuseRecord(len(raws), splitErr))
 		refused++
 	}
 	if len(toStore) > 0 {
 		// With the records of the POSTs that arrive meanwhile, in one
 		// durable write (recordCommitter).
-		added, err := s.records.put(r.Context(), toStore, checked)
+		added, err := h.d.Records.Put(r.Context(), toStore, checked)
 		if err != nil {
 			// Nothing is answered as accepted that is not durable: the
 			// hop sends the body again, and what was stored is then a
 			// duplicate.
 			w.Header().Set("Retry-After", "1")
-			web.Refuse(w, s.fails.Failed("the records could not be stored", err))
+			web.Refuse(w, h.d.Fails.Failed("the records could not be stored", err))
 			return
 		}
 		for k, sr := range toStore {
@@ -118,44 +112,9 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuseRecord counts and logs a refused record and returns its answer.
-func (s *Server) refuseRecord(h *hub, i int, err error) api.RecordResult {
+func (h *Room) refuseRecord(i int, err error) api.RecordResult {
 	e := api.From(err)
 	h.refused.Add(string(e.Code))
-	s.log.Info("record refused", "room", h.id.String(), "index", i, "code", string(e.Code), "detail", e.Detail)
+	h.d.Log.Info("record refused", "room", h.id.String(), "index", i, "code", string(e.Code), "detail", e.Detail)
 	return api.RecordResult{Index: i, Refused: e.Code, Detail: e.Detail}
-}
-
-// octetStream refuses a body the route cannot read as sent: one with a
-// Content-Type other than application/octet-stream, or any
-// Content-Encoding.
-func octetStream(r *http.Request) *api.Error {
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
-		return api.Errorf(api.MediaType, "the body is %s-encoded; send it as it is", enc)
-	}
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/octet-stream" {
-		return api.Errorf(api.MediaType, "Content-Type %q: the body is binary, application/octet-stream", ct)
-	}
-	return nil
-}
-
-// readBody reads a request's body up to limit bytes; a longer one is
-// body_too_large.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api.Error) {
-	if r.ContentLength > limit {
-		return nil, api.Errorf(api.BodyTooLarge, "the body is %d bytes, over the limit of %d", r.ContentLength, limit)
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, api.Errorf(api.BodyTooLarge, "the body is over the limit of %d bytes", limit)
-		}
-		return nil, api.Errorf(api.BadBody, "reading the body: %v", err)
-	}
-	return b, nil
 }

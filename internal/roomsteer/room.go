@@ -1,4 +1,4 @@
-package server
+package roomsteer
 
 import (
 	"context"
@@ -9,8 +9,11 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/budget"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -18,8 +21,8 @@ import (
 	"github.com/waisteer/waisteer/verify"
 )
 
-// A hub is one room the server steers: what the room and its operator gave
-// (a roomState, swapped whole when the operator installs a policy or a key
+// A Room is one room the server steers: what the room and its operator gave
+// (a State, swapped whole when the operator installs a policy or a key
 // log head), the room's verified records (an evidence.Index) and the ranking
 // computed from them for the current window (decision.Ranking).
 //
@@ -27,13 +30,13 @@ import (
 // pointers and takes no lock (issue 3 item 6): the evidence, the ranks and
 // the order are computed once per window, when a record arrives or the
 // window moves, under mu, and published whole.
-type hub struct {
-	s      *Server
+type Room struct {
+	d      Deps
 	id     sig.Hash
 	key    sig.PrivateKey // the steering key, which signs decisions (§3.5)
 	signer sig.PublicKey
 
-	state   atomic.Pointer[roomState]
+	state   atomic.Pointer[State]
 	ranking atomic.Pointer[ranked]
 
 	// mu guards index and serialises the ranking's rebuilds and refreshes
@@ -46,7 +49,7 @@ type hub struct {
 	opMu sync.Mutex
 	// retired are the steering URIs of the policies the room steered by
 	// before its current one (Server.routesMu guards it).
-	retired []steerRoute
+	retired []steerroute.Route
 	// base is the operator's policy, which the room steers by unless a
 	// pathway is down (install; opMu guards it).
 	base *policy.Policy
@@ -54,7 +57,7 @@ type hub struct {
 	health *roomHealth
 	// qoe is the room's steering by what its players report; nil for
 	// none. qoeMu guards degraded, the pathways it moved off.
-	qoe      *qoeWatch
+	qoe      *qoewatch.Watch
 	qoeMu    sync.Mutex
 	degraded []string
 	// wake signals a change of health or QoE to runOverlay; nil when the
@@ -66,10 +69,8 @@ type hub struct {
 
 	// unread counts the steering requests' report values that do not
 	// count, by reason (issue 26 item 3).
-	unread unreadCounts
+	unread qoewatch.Unread
 
-	// checkpoint is the latest checkpoint of the room's log signed (log.go).
-	checkpoint atomic.Pointer[signedCheckpoint]
 	// restored is set once the room's live sessions are counted again from
 	// its log after a start (restore.go), or need not be.
 	restored atomic.Bool
@@ -81,13 +82,13 @@ type hub struct {
 
 	// latest keeps the sessions' latest manifests while the server has
 	// budgets, and limited counts the requests over them (steerlimit.go).
-	latest  latestTable
-	limited web.Counters[string]
+	latest  budget.Latest[latestManifest]
+	limited budget.Counts
 }
 
-// roomState is what a room's steering is configured with; it is immutable
+// State is what a room's steering is configured with; it is immutable
 // once published.
-type roomState struct {
+type State struct {
 	room       *room.Room
 	descriptor []byte
 	head       []byte // nil for a room with no origin
@@ -96,7 +97,7 @@ type roomState struct {
 	writer     *decision.ManifestWriter
 	ids        []string              // the pathways' ids in the policy's order
 	hops       map[sig.PublicKey]int // each hop's pathway (§3.3: a hop belongs to one)
-	steer      []steerRoute
+	steer      []steerroute.Route
 	decisions  string // the path (and query) prefix of the policy's decision_uri (§8.4)
 
 	// firsts counts the decisions made under this policy by reason (§6.4,
@@ -113,14 +114,14 @@ type roomState struct {
 }
 
 // pathwayOf is the index of the pathway whose hops include hop.
-func (st *roomState) pathwayOf(hop sig.PublicKey) (int, bool) {
+func (st *State) pathwayOf(hop sig.PublicKey) (int, bool) {
 	i, ok := st.hops[hop]
 	return i, ok
 }
 
 // contentLength is the Content-Length value of a manifest of n bytes, nil
 // for a length the policy's manifests do not have.
-func (st *roomState) contentLength(n int) []string {
+func (st *State) contentLength(n int) []string {
 	for _, l := range st.lengths {
 		if l.n == n {
 			return l.v
@@ -132,7 +133,7 @@ func (st *roomState) contentLength(n int) []string {
 // ranked is a ranking with what each decision made from it shares: the
 // snapshot of its evidence as the store keeps it, encoded once.
 type ranked struct {
-	st       *roomState
+	st       *State
 	r        *decision.Ranking
 	snapshot store.Evidence
 }
@@ -143,14 +144,14 @@ type ranked struct {
 // allowed to sign a decision stating any figure the policy's hops may sign
 // under the room's key log (§3.5, COMPANION §4.2), so that no record the
 // server accepts can put a figure in a decision its key may not sign.
-func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer sig.PublicKey) (*roomState, error) {
+func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer sig.PublicKey) (*State, error) {
 	if err := verify.PolicyOfRoom(rm, p); err != nil {
 		return nil, err
 	}
 	if err := rm.MaySignDecision(signer, hopClasses(rm, p)); err != nil {
 		return nil, api.Errorf(api.SteeringKey, "the steering key %s may not sign the decisions of policy %s under this key log: %v", signer, p.Digest(), err)
 	}
-	st := &roomState{
+	st := &State{
 		room:       rm,
 		descriptor: descriptor,
 		head:       head,
@@ -166,7 +167,7 @@ func newState(rm *room.Room, descriptor, head []byte, p *policy.Policy, signer s
 		}
 	}
 	var err error
-	if st.steer, st.decisions, err = policyRoutes(p); err != nil {
+	if st.steer, st.decisions, err = steerroute.OfPolicy(p); err != nil {
 		return nil, err
 	}
 	for r := range st.firsts {
@@ -207,12 +208,12 @@ func hopClasses(rm *room.Room, p *policy.Policy) []evidence.Class {
 // §5, §4.2), since a key log head installed since it was stored may have
 // revoked its hop. A record that no longer passes is left in the store and
 // out of the evidence.
-func (h *hub) loadIndex(ctx context.Context, st *roomState, now uint64) (*evidence.Index, error) {
+func (h *Room) loadIndex(ctx context.Context, st *State, now uint64) (*evidence.Index, error) {
 	x := evidence.NewIndex()
 	dropped := 0
 	// From a period before the window of now (§5.1), so that a clock that
 	// steps back by less than a period still finds the window's records.
-	err := h.s.st.Records(ctx, h.id, evidence.ForgetHorizon(st.policy, now), func(sr store.Record) error {
+	err := h.d.Store.Records(ctx, h.id, evidence.ForgetHorizon(st.policy, now), func(sr store.Record) error {
 		rec, err := st.room.ReadRecord(sr.Raw)
 		if err != nil {
 			dropped++
@@ -225,7 +226,7 @@ func (h *hub) loadIndex(ctx context.Context, st *roomState, now uint64) (*eviden
 		return nil, err
 	}
 	if dropped > 0 {
-		h.s.log.Info("records left out of the evidence", "room", h.id.String(), "count", dropped)
+		h.d.Log.Info("records left out of the evidence", "room", h.id.String(), "count", dropped)
 	}
 	return x, nil
 }
@@ -235,7 +236,7 @@ func (h *hub) loadIndex(ctx context.Context, st *roomState, now uint64) (*eviden
 // when another request moved the ranking on to the window that follows t's
 // (requests take t before they queue for mu, and a decision must be made
 // from its own instant's window, §5.1).
-func (h *hub) rank(st *roomState, t uint64) (*ranked, uint64, error) {
+func (h *Room) rank(st *State, t uint64) (*ranked, uint64, error) {
 	if rk := h.ranking.Load(); rk != nil && rk.st == st && rk.r.Covers(t) {
 		return rk, t, nil
 	}
@@ -248,7 +249,7 @@ func (h *hub) rank(st *roomState, t uint64) (*ranked, uint64, error) {
 		}
 		_, b := rk.r.Window()
 		if _, tb := evidence.PolicyWindow(st.policy, t); tb < b {
-			if t2 := h.s.clock(); rk.r.Covers(t2) {
+			if t2 := h.d.Clock(); rk.r.Covers(t2) {
 				return rk, t2, nil
 			}
 		}
@@ -279,7 +280,7 @@ func later(x, y *decision.Ranking) bool {
 }
 
 // build ranks the index for st at t (§5, §6.2); h.mu is held.
-func (h *hub) build(st *roomState, t uint64) (*ranked, error) {
+func (h *Room) build(st *State, t uint64) (*ranked, error) {
 	r, err := decision.RankAt(st.policy, st.digest, t, h.index)
 	if err != nil {
 		return nil, err
@@ -291,7 +292,7 @@ func (h *hub) build(st *roomState, t uint64) (*ranked, error) {
 // that the steering key may state its figures (§3.5): newState made this
 // so for every record the server accepts, and a decision the key may not
 // sign is never made.
-func (h *hub) publishable(st *roomState, r *decision.Ranking) (*ranked, error) {
+func (h *Room) publishable(st *State, r *decision.Ranking) (*ranked, error) {
 	n := len(st.ids)
 	ev := make([]evidence.Pathway, n)
 	var classes []evidence.Class
@@ -310,7 +311,7 @@ func (h *hub) publishable(st *roomState, r *decision.Ranking) (*ranked, error) {
 // addRecords adds verified records to the index and refreshes the current
 // ranking with those in its window (§5): the evidence a decision states is
 // updated as soon as a record is accepted.
-func (h *hub) addRecords(es []evidence.Entry) {
+func (h *Room) addRecords(es []evidence.Entry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state.Load()
@@ -330,7 +331,7 @@ func (h *hub) addRecords(es []evidence.Entry) {
 		}
 		next, err := r.Refresh(h.index, e.Record)
 		if err != nil {
-			h.s.log.Error("refreshing the ranking", "room", h.id.String(), "err", err)
+			h.d.Log.Error("refreshing the ranking", "room", h.id.String(), "err", err)
 			continue
 		}
 		changed = changed || next != r
@@ -341,7 +342,7 @@ func (h *hub) addRecords(es []evidence.Entry) {
 	}
 	next, err := h.publishable(st, r)
 	if err != nil {
-		h.s.log.Error("refreshing the ranking", "room", h.id.String(), "err", err)
+		h.d.Log.Error("refreshing the ranking", "room", h.id.String(), "err", err)
 		return
 	}
 	h.ranking.Store(next)
@@ -352,8 +353,8 @@ func (h *hub) addRecords(es []evidence.Entry) {
 // log head may revoke a hop) and the ranking for now. persist, when given,
 // makes the change durable once everything else is ready, and before it is
 // published.
-func (h *hub) replace(ctx context.Context, st *roomState, persist func() error) error {
-	now := h.s.clock()
+func (h *Room) replace(ctx context.Context, st *State, persist func() error) error {
+	now := h.d.Clock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	x, err := h.loadIndex(ctx, st, now)
@@ -376,9 +377,16 @@ func (h *hub) replace(ctx context.Context, st *roomState, persist func() error) 
 }
 
 // keyLogSeq is the seq of the state's key log head, and false with none.
-func (st *roomState) keyLogSeq() (uint64, bool) {
+func (st *State) keyLogSeq() (uint64, bool) {
 	if hd := st.room.Head(); hd != nil {
 		return hd.Seq, true
 	}
 	return 0, false
 }
+
+// Label names the room in messages.
+func (h *Room) Label() string { return "room " + h.id.String() }
+
+// ReadsHost is false: a room's answer is the same whatever Host a request
+// reached.
+func (h *Room) ReadsHost() bool { return false }

@@ -1,4 +1,4 @@
-package server
+package roomsteer
 
 import (
 	"context"
@@ -13,19 +13,19 @@ import (
 	"github.com/waisteer/waisteer/policy"
 )
 
-// RoomChecks are the health checks of an energy room's pathways (issue 12
+// Checks are the health checks of an energy room's pathways (issue 12
 // item 8): while a pathway's checks fail, the room steers by a policy its
 // steering key signs, the operator's but for that pathway's latency_ms,
-// above the ceiling (overlayPolicy), so that §6.1 keeps the pathway outside
+// above the ceiling (OverlayPolicy), so that §6.1 keeps the pathway outside
 // the limits for every client, one that reports it as its current pathway
 // included (issue 26 item 4), and every decision still verifies (§9); once
 // it passes again, by the operator's own policy.
-type RoomChecks struct {
+type Checks struct {
 	Settings health.Settings
 	URLs     map[string]string // pathway id → its check URL
 }
 
-// roomHealth is what a hub keeps of its pathways' health.
+// roomHealth is what a Room keeps of its pathways' health.
 type roomHealth struct {
 	checker *health.Checker
 	mu      sync.Mutex // guards down
@@ -35,7 +35,7 @@ type roomHealth struct {
 // openChecks makes the room's checker, not yet started: the steering key
 // must be allowed to sign the room's policies (COMPANION §4.2), since it
 // signs the one a pathway's health calls for.
-func (h *hub) openChecks(c RoomChecks) error {
+func (h *Room) openChecks(c Checks) error {
 	if len(c.URLs) == 0 {
 		return nil
 	}
@@ -60,7 +60,7 @@ func (h *hub) openChecks(c RoomChecks) error {
 			hh.mu.Unlock()
 			wake()
 		},
-		Logger: h.s.log.With("room", h.id.String()),
+		Logger: h.d.Log.With("room", h.id.String()),
 	})
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func (h *hub) openChecks(c RoomChecks) error {
 
 // overlayWake makes the room's channel of changes to its overlay policy
 // (health, QoE) and returns what signals one.
-func (h *hub) overlayWake() func() {
+func (h *Room) overlayWake() func() {
 	if h.wake == nil {
 		h.wake = make(chan struct{}, 1)
 	}
@@ -86,7 +86,7 @@ func (h *hub) overlayWake() func() {
 
 // downNow is the set of the room's pathways kept out of the limits under
 // base: those whose checks fail, and those the QoE moved off (qoeDown).
-func (h *hub) downNow(base *policy.Policy) map[string]bool {
+func (h *Room) downNow(base *policy.Policy) map[string]bool {
 	var down map[string]bool
 	if h.health != nil {
 		h.health.mu.Lock()
@@ -98,7 +98,7 @@ func (h *hub) downNow(base *policy.Policy) map[string]bool {
 
 // runOverlay checks the room's pathways until ctx ends, and steers by the
 // policy their health and QoE call for after each change.
-func (h *hub) runOverlay(ctx context.Context) {
+func (h *Room) runOverlay(ctx context.Context) {
 	if h.health != nil {
 		h.health.checker.Start(ctx)
 		defer h.health.checker.Stop()
@@ -109,28 +109,28 @@ func (h *hub) runOverlay(ctx context.Context) {
 			return
 		case <-h.wake:
 		}
-		guard.Do(h.s.log, "overlay", func() {
+		guard.Do(h.d.Log, "overlay", func() {
 			h.opMu.Lock()
 			defer h.opMu.Unlock()
-			_, _, aerr := h.s.install(ctx, h, h.base, false) // the operator's policy is stored active already
+			_, _, aerr := h.install(ctx, h.base, false) // the operator's policy is stored active already
 			if aerr != nil {
-				h.s.log.Error("steering by the policy the pathways' health calls for", "room", h.id.String(), "err", aerr.Detail)
+				h.d.Log.Error("steering by the policy the pathways' health calls for", "room", h.id.String(), "err", aerr.Detail)
 			}
 		})
 	}
 }
 
 // healthPolicy is the policy the room steers by under base while the
-// pathways down are down: overlayPolicy, signed by the room's steering key.
-func (h *hub) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.Policy, error) {
-	return overlayPolicy(base, down, h.key)
+// pathways down are down: OverlayPolicy, signed by the room's steering key.
+func (h *Room) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.Policy, error) {
+	return OverlayPolicy(base, down, h.key)
 }
 
 // unreachableMs is the latency_ms an overlay policy states for a pathway
 // down: 2^32 − 1 ms, the latency of a pathway that never answers.
 const unreachableMs = 1<<32 - 1
 
-// overlayPolicy is the policy a room steers by under the operator's policy
+// OverlayPolicy is the policy a room steers by under the operator's policy
 // base while the pathways down are down (health checks, QoE): base with
 // each of them stated at latency_ms 2^32 − 1, above latency_ceiling_ms,
 // and signed by k (issue 26 item 4). §6.1's latency limit holds for every
@@ -145,7 +145,7 @@ const unreachableMs = 1<<32 - 1
 // and all else are the operator's. Signing is deterministic (RFC 8032):
 // the same base and the same pathways down give the same bytes and digest
 // on every server.
-func overlayPolicy(base *policy.Policy, down map[string]bool, k sig.PrivateKey) (*policy.Policy, error) {
+func OverlayPolicy(base *policy.Policy, down map[string]bool, k sig.PrivateKey) (*policy.Policy, error) {
 	var out []int
 	for i, pw := range base.Pathways {
 		if down[pw.ID] && pw.LatencyMs <= base.LatencyCeilingMs && pw.TopTier >= base.Floor {
@@ -179,7 +179,7 @@ func overlayPolicy(base *policy.Policy, down map[string]bool, k sig.PrivateKey) 
 // the room's active one, which a restart steers by, and the health
 // policy by digest, for auditors), the evidence rebuilt, then the state
 // published. It returns the states before and after. h.opMu is held.
-func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persist bool) (cur, st *roomState, aerr *api.Error) {
+func (h *Room) install(ctx context.Context, base *policy.Policy, persist bool) (cur, st *State, aerr *api.Error) {
 	cur = h.state.Load()
 	down := h.downNow(base)
 	eff, err := h.healthPolicy(base, down)
@@ -193,52 +193,52 @@ func (s *Server) install(ctx context.Context, h *hub, base *policy.Policy, persi
 	if err != nil {
 		return cur, nil, api.From(err)
 	}
-	s.routesMu.Lock()
-	defer s.routesMu.Unlock()
+	h.d.Routes.Lock()
+	defer h.d.Routes.Unlock()
 	retired := h.retired
 	for _, r := range cur.steer {
-		if !slices.ContainsFunc(st.steer, r.equal) && !slices.ContainsFunc(retired, r.equal) {
+		if !slices.ContainsFunc(st.steer, r.Equal) && !slices.ContainsFunc(retired, r.Equal) {
 			retired = append(retired[:len(retired):len(retired)], r)
 		}
 	}
 	prev := h.retired
 	h.retired = retired
-	rt, err := buildRoutes(s.sortedHubs(), s.poolsSorted(), h, st, s.routes.Load().decisions)
+	publish, err := h.d.Routes.Build(h, st)
 	if err != nil {
 		h.retired = prev
 		return cur, nil, api.From(err)
 	}
 	put := func() error {
 		if persist {
-			if err := s.st.PutPolicy(ctx, h.id, base.Digest(), base.Bytes(), true); err != nil {
+			if err := h.d.Store.PutPolicy(ctx, h.id, base.Digest(), base.Bytes(), true); err != nil {
 				return err
 			}
 		}
 		if eff != base {
-			return s.st.PutPolicy(ctx, h.id, eff.Digest(), eff.Bytes(), false)
+			return h.d.Store.PutPolicy(ctx, h.id, eff.Digest(), eff.Bytes(), false)
 		}
 		return nil
 	}
 	if err := h.replace(ctx, st, put); err != nil {
 		h.retired = prev
-		return cur, nil, s.fails.Failed("installing the policy", err)
+		return cur, nil, h.d.Fails.Failed("installing the policy", err)
 	}
 	h.base = base
-	s.policies.Store(base.Digest(), base)
-	s.policies.Store(st.digest, eff)
-	s.routes.Store(rt)
+	h.d.KnowPolicy(base)
+	h.d.KnowPolicy(eff)
+	publish()
 	if !slices.Equal(cur.ids, st.ids) {
 		// A session's first pathway is an index into the policy it was
 		// decided under; a policy that only zeroes capacities keeps them.
-		if err := s.loads.Reset(ctx, h.id); err != nil {
-			s.log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
+		if err := h.d.Loads.Reset(ctx, h.id); err != nil {
+			h.d.Log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
 		}
 	}
 	if eff != base {
-		s.log.Warn("steering by the health policy: pathways down are past the latency ceiling", "room", h.id.String(),
+		h.d.Log.Warn("steering by the health policy: pathways down are past the latency ceiling", "room", h.id.String(),
 			"policy", st.digest.String(), "operator_policy", base.Digest().String(), "down", downList(base, down))
 	} else if cur.digest != st.digest {
-		s.log.Info("steering by the operator's policy", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
+		h.d.Log.Info("steering by the operator's policy", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
 	}
 	return cur, st, nil
 }
@@ -256,15 +256,15 @@ func downList(p *policy.Policy, down map[string]bool) []string {
 
 // pathwayHealth is a pathway's health, and false for a pathway with no
 // check URL.
-func (h *hub) pathwayHealth(id string) (health.Status, bool) {
+func (h *Room) pathwayHealth(id string) (health.Status, bool) {
 	if h.health == nil {
 		return health.Status{}, false
 	}
 	return h.health.checker.Status(id)
 }
 
-// operatorPolicy is the operator's policy of the room.
-func (h *hub) operatorPolicy() *policy.Policy {
+// OperatorPolicy is the operator's policy of the room.
+func (h *Room) OperatorPolicy() *policy.Policy {
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
 	return h.base
