@@ -1,6 +1,9 @@
 package server
 
-import "github.com/waisteer/waisteer/internal/view"
+import (
+	"github.com/waisteer/waisteer/internal/dashboard"
+	"github.com/waisteer/waisteer/internal/view"
+)
 
 // The operator's views, kept under their former names (internal/view).
 type (
@@ -22,4 +25,10 @@ type (
 	LimitedView     = view.LimitedView
 	Epoch           = view.Epoch
 	ReportsAnswer   = view.ReportsAnswer
+)
+
+// The dashboard's answers, kept under their former names (internal/dashboard).
+type (
+	DashboardState = dashboard.State
+	Inspection     = dashboard.Inspection
 )
