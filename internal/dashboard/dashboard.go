@@ -61,7 +61,8 @@ type Room interface {
 	Status(ctx context.Context, loadsAt uint64) (view.Status, *api.Error)
 	// Hops is each hop's records in the window [a, b) (evidence.Index's
 	// InWindow), by pathway in the policy's order and hop in the pathway's,
-	// read at one state of the room.
+	// read at one state of the room, each hop's in a slice of its own
+	// (the dashboard sorts it).
 	Hops(a, b uint64) []Hop
 }
 
