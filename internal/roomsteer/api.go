@@ -76,13 +76,6 @@ func (h *Room) Publish(ctx context.Context) error {
 	return nil
 }
 
-// RecordsInWindow is the evidence's records of hop over [a, b).
-func (h *Room) RecordsInWindow(hop sig.PublicKey, a, b uint64) []evidence.Entry {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.index.InWindow(hop, a, b)
-}
-
 // Policy is the state's policy.
 func (st *State) Policy() *policy.Policy { return st.policy }
 
@@ -128,4 +121,19 @@ func (st *State) Decided() uint64 {
 		}
 	}
 	return n
+}
+
+// EachHop calls fn for each hop of the policy the room steers by, by
+// pathway in the policy's order and hop in the pathway's, with the
+// evidence's records of the hop over [a, b): all under one hold of the
+// evidence, so that they are of one moment.
+func (h *Room) EachHop(a, b uint64, fn func(pathway string, hop sig.PublicKey, es []evidence.Entry)) {
+	st := h.state.Load()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, pw := range st.policy.Pathways {
+		for _, hop := range pw.Hops {
+			fn(pw.ID, hop.Key, h.index.InWindow(hop.Key, a, b))
+		}
+	}
 }

@@ -116,7 +116,7 @@ type Server struct {
 	metrics *metrics
 	mux     http.Handler
 
-	dash dashHistory // the dashboard's samples
+	dash *dashboard.Dashboard // the operator's page, its state and inspector
 
 	fails *web.StoreFailures // the store's failures, told to clients and logged
 
@@ -267,6 +267,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		}
 	}
 	s.routes.Store(rt)
+	s.dash = s.newDashboard()
 	s.mux = s.newMux()
 
 	bg, stop := context.WithCancel(context.Background())
@@ -323,12 +324,11 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			go func() { defer s.bg.Done(); h.RunOverlay(bg) }()
 		}
 	}
-	s.dash.rooms, s.dash.pools = map[sig.Hash][]RoomSample{}, map[string][]PoolSample{}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		guard.Do(s.log, "dashboard", func() { s.sample(bg) })
-		s.every(bg, "dashboard", dashEvery, s.sample)
+		guard.Do(s.log, "dashboard", func() { s.dash.Sample(bg) })
+		s.every(bg, "dashboard", dashboard.Every, s.dash.Sample)
 	}()
 	if len(s.watches()) > 0 || len(s.pools) > 0 {
 		// Pools may gain QoE by a reload.
@@ -465,14 +465,11 @@ func (s *Server) newMux() http.Handler {
 		{Method: get, Pattern: "/v1/rooms/{room}/log/inclusion/{digest}", Family: "log", Serve: s.serveInclusion},
 		{Method: get, Pattern: "/v1/rooms/{room}/log/consistency", Family: "log", Serve: s.serveConsistency},
 		{Method: get, Pattern: "/v1/front/status", Family: "front_status", Serve: s.serveFrontStatus},
-		{Method: get, Pattern: "/v1/dashboard", Family: "dashboard", Serve: s.serveDashboardState},
-		{Method: post, Pattern: "/v1/dashboard/inspect", Family: "dashboard", Serve: s.serveInspect},
-		{Method: get, Pattern: "/dashboard", Family: "dashboard", Serve: dashboard.Serve},
-		{Method: get, Pattern: "/dashboard/{file}", Family: "dashboard", Serve: dashboard.Serve},
 		{Method: get, Pattern: "/healthz", Family: "healthz", Serve: s.serveHealth},
 		{Method: get, Pattern: "/readyz", Family: "readyz", Serve: s.serveReady},
 		{Method: get, Pattern: "/metrics", Family: "metrics", Serve: s.serveMetrics},
 	}
+	routes = append(routes, s.dash.Routes()...)
 	m := http.NewServeMux()
 	if err := s.register(m, routes); err != nil {
 		panic(err) // the routes above are the server's own

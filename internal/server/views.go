@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/budget"
+	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/view"
 )
@@ -40,3 +41,9 @@ type RoomConfig = roomsteer.Config
 
 // RoomChecks are the health checks of a room's pathways (roomsteer.Checks).
 type RoomChecks = roomsteer.Checks
+
+// The dashboard's answers, kept under their former names (internal/dashboard).
+type (
+	DashboardState = dashboard.State
+	Inspection     = dashboard.Inspection
+)

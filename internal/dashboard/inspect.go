@@ -1,8 +1,7 @@
-package server
+package dashboard
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,9 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/waisteer/waisteer/decision"
@@ -22,7 +19,6 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/reason"
-	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
@@ -30,237 +26,6 @@ import (
 	"github.com/waisteer/waisteer/verify"
 	"github.com/waisteer/waisteer/verify/audit"
 )
-
-// The operator's dashboard (issue 18): the page is internal/dashboard's,
-// served at /dashboard; what it shows comes from two operator routes here.
-//
-//	GET  /v1/dashboard           DashboardState: every room and pool, with their history
-//	POST /v1/dashboard/inspect   {"input": DIGEST | DECISION_URL | DECISION_BYTES}: Inspection
-
-// DashboardState is everything the page shows, in one poll.
-type DashboardState struct {
-	Server string    `json:"server"`
-	At     time.Time `json:"at"`
-	// RefreshS is how often the page polls, seconds.
-	RefreshS float64      `json:"refresh_s"`
-	Rooms    []RoomDash   `json:"rooms"`
-	Pools    []PoolDash   `json:"pools"`
-	Front    *FrontStatus `json:"front,omitempty"` // with a [front]
-}
-
-// RoomDash is one energy room: its status route's answer, each hop's
-// records over the window, and the room's history.
-type RoomDash struct {
-	Status  Status       `json:"status"`
-	Hops    []HopDash    `json:"hops"`
-	History []RoomSample `json:"history"` // oldest first
-}
-
-// HopDash is one hop of one pathway over the window [a, b) of the status:
-// its records (the periods they cover and their class) and the parts of
-// the window no record of it covers.
-type HopDash struct {
-	Pathway string       `json:"pathway"`
-	Hop     string       `json:"hop"` // its key, hex
-	Records []RecordSpan `json:"records"`
-	Gaps    [][2]uint64  `json:"gaps"` // [start, end) µs on the room clock
-}
-
-// RecordSpan is one record: [start, end) µs on the room clock.
-type RecordSpan struct {
-	Digest string `json:"digest"`
-	Start  uint64 `json:"start"`
-	End    uint64 `json:"end"`
-	Class  string `json:"class"` // its label; "unmetered" for the unmetered marker
-}
-
-// RoomSample is a room at an instant: its decisions since start by reason
-// and by first pathway (counts that only grow; the page charts their
-// differences), and its live sessions by the pathway they are first for.
-type RoomSample struct {
-	At       time.Time         `json:"at"`
-	ByReason map[string]uint64 `json:"by_reason"`
-	First    map[string]uint64 `json:"first"`
-	Load     map[string]uint32 `json:"load"`
-	Refused  uint64            `json:"refused"` // records refused since start
-}
-
-// PoolDash is one pool: its edges route's answer and its history.
-type PoolDash struct {
-	View    PoolView     `json:"view"`
-	History []PoolSample `json:"history"` // oldest first
-}
-
-// PoolSample is a pool's edges at an instant.
-type PoolSample struct {
-	At    time.Time             `json:"at"`
-	Edges map[string]EdgeSample `json:"edges"`
-}
-
-// EdgeSample is one edge at an instant: its health, its manifests first
-// since start, its live sessions, and its latest check's time.
-type EdgeSample struct {
-	Up       bool    `json:"up"`
-	Drained  bool    `json:"drained"`
-	First    uint64  `json:"first"`
-	Sessions uint32  `json:"sessions"`
-	CheckMs  float64 `json:"check_ms"`
-}
-
-// dashEvery is how often the history is sampled; dashKeep how many
-// samples it keeps (ten minutes).
-var (
-	dashEvery = 5 * time.Second
-	dashKeep  = 120
-)
-
-// dashHistory is the samples of every room and pool.
-type dashHistory struct {
-	mu    sync.Mutex
-	rooms map[sig.Hash][]RoomSample
-	pools map[string][]PoolSample
-}
-
-func keep[T any](xs []T, x T) []T {
-	xs = append(xs, x)
-	if len(xs) > dashKeep {
-		xs = slices.Clone(xs[len(xs)-dashKeep:])
-	}
-	return xs
-}
-
-// sample takes a sample of every room and pool.
-func (s *Server) sample(ctx context.Context) {
-	now := time.UnixMicro(int64(s.clock())).UTC()
-	// The loads a microsecond back: a read of the table moves the room's
-	// instant on to its own (issue 16), and a background read must not
-	// move a steering request's.
-	back := max(s.clock(), 1) - 1
-	type roomS struct {
-		id sig.Hash
-		rs RoomSample
-	}
-	var rooms []roomS
-	for _, h := range s.sortedHubs() {
-		st, aerr := h.Status(ctx, back)
-		if aerr != nil {
-			continue
-		}
-		rooms = append(rooms, roomS{h.ID(), roomSampleOf(now, &st)})
-	}
-	type poolS struct {
-		name string
-		ps   PoolSample
-	}
-	var pools []poolS
-	for _, ph := range s.poolsSorted() {
-		v := s.poolViewAt(ctx, ph, back)
-		pools = append(pools, poolS{ph.name, poolSampleOf(now, &v)})
-	}
-	s.dash.mu.Lock()
-	defer s.dash.mu.Unlock()
-	for _, r := range rooms {
-		s.dash.rooms[r.id] = keep(s.dash.rooms[r.id], r.rs)
-	}
-	for _, p := range pools {
-		s.dash.pools[p.name] = keep(s.dash.pools[p.name], p.ps)
-	}
-}
-
-func roomSampleOf(at time.Time, st *Status) RoomSample {
-	rs := RoomSample{At: at, ByReason: st.Decisions.ByReason, First: map[string]uint64{}, Load: map[string]uint32{}}
-	for _, p := range st.Pathways {
-		rs.First[p.ID] = p.First
-		if p.Load != nil {
-			rs.Load[p.ID] = *p.Load
-		}
-	}
-	for _, n := range st.Records.Refused {
-		rs.Refused += n
-	}
-	return rs
-}
-
-func poolSampleOf(at time.Time, v *PoolView) PoolSample {
-	ps := PoolSample{At: at, Edges: map[string]EdgeSample{}}
-	for _, e := range v.Edges {
-		ps.Edges[e.Pathway] = EdgeSample{Up: e.Health.Up, Drained: e.Drained, First: e.First, Sessions: e.Sessions, CheckMs: e.Health.LastMs}
-	}
-	return ps
-}
-
-// dashboardState is the page's poll: the history as sampled, and a
-// sample of now at its end.
-func (s *Server) dashboardState(ctx context.Context) DashboardState {
-	now := time.UnixMicro(int64(s.clock())).UTC()
-	out := DashboardState{Server: s.name, At: now, RefreshS: 3, Rooms: []RoomDash{}, Pools: []PoolDash{}}
-	s.dash.mu.Lock()
-	rooms := make(map[sig.Hash][]RoomSample, len(s.dash.rooms))
-	for k, v := range s.dash.rooms {
-		rooms[k] = slices.Clone(v)
-	}
-	pools := make(map[string][]PoolSample, len(s.dash.pools))
-	for k, v := range s.dash.pools {
-		pools[k] = slices.Clone(v)
-	}
-	s.dash.mu.Unlock()
-	for _, h := range s.sortedHubs() {
-		st, aerr := h.Status(ctx, s.clock())
-		if aerr != nil {
-			continue
-		}
-		rd := RoomDash{Status: st, Hops: s.hopsOf(h, st.Window), History: append(rooms[h.ID()], roomSampleOf(now, &st))}
-		out.Rooms = append(out.Rooms, rd)
-	}
-	for _, ph := range s.poolsSorted() {
-		v := s.poolView(ctx, ph)
-		out.Pools = append(out.Pools, PoolDash{View: v, History: append(pools[ph.name], poolSampleOf(now, &v))})
-	}
-	if s.front != nil {
-		fs := s.frontStatus(ctx)
-		out.Front = &fs
-	}
-	return out
-}
-
-// hopsOf is each hop's records over the window [a, b), by pathway in the
-// policy's order and hop in the pathway's.
-func (s *Server) hopsOf(h *roomsteer.Room, w [2]uint64) []HopDash {
-	st := h.State()
-	out := []HopDash{}
-	for _, pw := range st.Policy().Pathways {
-		for _, hop := range pw.Hops {
-			hd := HopDash{Pathway: pw.ID, Hop: hop.Key.String(), Records: []RecordSpan{}, Gaps: [][2]uint64{}}
-			es := h.RecordsInWindow(hop.Key, w[0], w[1])
-			slices.SortFunc(es, func(x, y evidence.Entry) int { return cmp.Compare(x.Record.Start, y.Record.Start) })
-			at := w[0]
-			for _, e := range es {
-				r := e.Record
-				class := r.Class.Label()
-				if r.Joules == 0 {
-					class = "unmetered"
-				}
-				hd.Records = append(hd.Records, RecordSpan{Digest: e.Digest.String(), Start: r.Start, End: r.End, Class: class})
-				if r.Start > at {
-					hd.Gaps = append(hd.Gaps, [2]uint64{at, min(r.Start, w[1])})
-				}
-				at = max(at, r.End)
-			}
-			if at < w[1] {
-				hd.Gaps = append(hd.Gaps, [2]uint64{at, w[1]})
-			}
-			out = append(out, hd)
-		}
-	}
-	return out
-}
-
-func (s *Server) serveDashboardState(w http.ResponseWriter, r *http.Request) {
-	if !web.NoQuery(w, r) || !s.operator(w, r) {
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, s.dashboardState(r.Context()))
-}
 
 // Inspection is the decision inspector's answer: the decision decoded,
 // the records it names, and §9.1's steps as the server's own verifier ran
@@ -355,8 +120,8 @@ const maxInspectBody = 4 * api.MaxDecisionBytes
 // requests never leave the server.
 const dashOrigin = "http://waisteer.inspector"
 
-func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
-	if !web.NoQuery(w, r) || !s.operator(w, r) {
+func (d *Dashboard) serveInspect(w http.ResponseWriter, r *http.Request) {
+	if !web.NoQuery(w, r) || !d.d.Operator(w, r) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxInspectBody))
@@ -383,7 +148,7 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, aerr)
 		return
 	}
-	c := &client.Client{HTTP: &http.Client{Transport: handlerTransport{s}, Timeout: 30 * time.Second}, UserAgent: "waisteer inspector"}
+	c := &client.Client{HTTP: &http.Client{Transport: handlerTransport{d.d.Handler}, Timeout: 30 * time.Second}, UserAgent: "waisteer inspector"}
 	var in verify.Input
 	if raw == nil {
 		in, err = c.FetchInput(r.Context(), dashOrigin+steerroute.StableDecisions+digest.String(), nil)
@@ -399,7 +164,7 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, api.Errorf(api.BadInspect, "%v", err))
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, s.inspect(r.Context(), c, in, rf))
+	api.WriteJSON(w, http.StatusOK, inspect(r.Context(), c, in, rf))
 }
 
 // readInspectInput reads the inspector's input: a digest, a decision's
@@ -443,7 +208,7 @@ func clip(s string) string {
 
 // inspect runs §9.1 over in and says how each step went; fetched is the
 // refusal of fetching what it needs, when there was one.
-func (s *Server) inspect(ctx context.Context, c *client.Client, in verify.Input, fetched *client.Refusal) Inspection {
+func inspect(ctx context.Context, c *client.Client, in verify.Input, fetched *client.Refusal) Inspection {
 	out := Inspection{Records: []InspectRecord{}}
 	if len(in.Decision) >= sig.SignatureSize {
 		out.Digest = sig.Digest(in.Decision[:len(in.Decision)-sig.SignatureSize]).String()
@@ -561,7 +326,7 @@ func decoded(d *decision.Decision) *DecodedDecision {
 // handlerTransport answers a client's requests with the server's own
 // handler, in process: the inspector's verifier fetches what a verifier
 // fetches, from this server and no other.
-type handlerTransport struct{ s *Server }
+type handlerTransport struct{ h http.Handler }
 
 func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Scheme+"://"+r.URL.Host != dashOrigin {
@@ -571,7 +336,7 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2.RequestURI = r.URL.RequestURI()
 	r2.RemoteAddr = "127.0.0.1:0"
 	rec := httptest.NewRecorder()
-	t.s.ServeHTTP(rec, r2)
+	t.h.ServeHTTP(rec, r2)
 	resp := rec.Result()
 	resp.Request = r
 	return resp, nil
