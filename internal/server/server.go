@@ -157,6 +157,10 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		s.log = slog.Default()
 	}
 	s.fails = web.NewStoreFailures(st, s.log)
+	// The rooms are given the group commits when they open; they run
+	// once the server is ready.
+	s.commits = commit.NewDecisions(st, s.log)
+	s.records = commit.NewRecords(st, s.log)
 	if s.name = cfg.Name; s.name == "" {
 		host, _ := os.Hostname()
 		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
@@ -272,10 +276,8 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 
 	bg, stop := context.WithCancel(context.Background())
 	s.bgCtx, s.stop = bg, stop
-	s.commits = commit.NewDecisions(st, s.log)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.commits.Run() }()
-	s.records = commit.NewRecords(st, s.log)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.records.Run() }()
 	for i, h := range hubs {
