@@ -68,8 +68,6 @@ type hub struct {
 	// count, by reason (issue 26 item 3).
 	unread unreadCounts
 
-	// checkpoint is the latest checkpoint of the room's log signed (log.go).
-	checkpoint atomic.Pointer[signedCheckpoint]
 	// restored is set once the room's live sessions are counted again from
 	// its log after a start (restore.go), or need not be.
 	restored atomic.Bool

@@ -191,7 +191,7 @@ func (s *Server) installHead(ctx context.Context, h *hub, body []byte, persist b
 			}
 			// The head is in force for the decisions the log takes from
 			// now (issue 16).
-			return s.keepEpoch(ctx, h, st)
+			return s.audit.KeepEpoch(ctx, h.id, auditRoom(h, st))
 		}
 	}
 	if err := h.replace(ctx, st, put); err != nil {

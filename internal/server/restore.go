@@ -107,7 +107,7 @@ func (s *Server) restoreLoads(ctx context.Context, h *hub, loads *store.MemLoads
 // firstOf is the pathway a stored decision put first and its session's
 // expiry, when its policy has the current one's pathways (ok).
 func (s *Server) firstOf(ctx context.Context, row store.Decision, st *roomState) (int, uint64, bool, error) {
-	p, err := s.policyOf(ctx, row.Policy)
+	p, err := s.audit.PolicyOf(ctx, row.Policy)
 	if err != nil {
 		return 0, 0, false, err
 	}

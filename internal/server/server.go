@@ -16,6 +16,7 @@ import (
 
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/audit"
 	"github.com/waisteer/waisteer/internal/dashboard"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/guard"
@@ -120,6 +121,8 @@ type Server struct {
 
 	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
 
+	audit *audit.Audit // the auditors' routes and the log's
+
 	limits  *steerLimits  // nil for none
 	proxies limit.Proxies // Config.Limits.TrustedProxies
 
@@ -169,6 +172,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		s.log = slog.Default()
 	}
 	s.fails = web.NewStoreFailures(st, s.log)
+	s.audit = audit.New(audit.Deps{Store: st, Rooms: auditRooms{s}, Policies: &s.policies, Fails: s.fails, Log: s.log})
 	if s.name = cfg.Name; s.name == "" {
 		host, _ := os.Hostname()
 		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
@@ -257,7 +261,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		if err := s.st.PutRoom(ctx, store.Room{ID: h.id, Descriptor: st.descriptor, KeyLogHead: st.head}); err != nil {
 			return nil, fmt.Errorf("server: storing room %s: %w", h.id, err)
 		}
-		if err := s.keepEpoch(ctx, h, st); err != nil {
+		if err := s.audit.KeepEpoch(ctx, h.id, auditRoom(h, st)); err != nil {
 			return nil, fmt.Errorf("server: storing room %s's key log head as an epoch of its log: %w", h.id, err)
 		}
 		if err := s.st.PutPolicy(ctx, h.id, st.digest, st.policy.Bytes(), true); err != nil {
@@ -559,21 +563,15 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, a
 // body is bounded by the largest any route reads (limitBody).
 func (s *Server) newMux() http.Handler {
 	get, put, post := http.MethodGet, http.MethodPut, http.MethodPost
-	routes := []web.Route{
-		{Method: get, Pattern: "/v1/policies/{digest}", Family: "policy", Serve: s.servePolicy},
-		{Method: get, Pattern: "/v1/records/{digest}", Family: "record", Serve: s.serveRecord},
-		{Method: get, Pattern: "/v1/rooms/{room}/descriptor", Family: "descriptor", Serve: s.serveDescriptor},
-		{Method: get, Pattern: "/v1/rooms/{room}/keylog", Family: "keylog", Serve: s.serveKeyLog},
+	// The audit's first: the GET of /v1/rooms/{room}/keylog comes before
+	// its PUT, so that the path's 405 is counted under keylog and its
+	// Allow reads GET, HEAD, PUT.
+	routes := s.audit.Routes()
+	routes = append(routes, []web.Route{
 		{Method: put, Pattern: "/v1/rooms/{room}/keylog", Family: "keylog_put", Serve: s.serveKeyLogPut},
 		{Method: post, Pattern: "/v1/rooms/{room}/records", Family: "records_post", Serve: s.serveRecords},
 		{Method: put, Pattern: "/v1/rooms/{room}/policy", Family: "policy_put", Serve: s.servePolicyPut},
 		{Method: get, Pattern: "/v1/rooms/{room}/status", Family: "status", Serve: s.serveStatus},
-		{Method: get, Pattern: "/v1/rooms/{room}/keylog/{seq}", Family: "log", Serve: s.serveKeyLogAt},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/checkpoint", Family: "log", Serve: s.serveCheckpoint},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/epochs", Family: "log", Serve: s.serveEpochs},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/tile/{path...}", Family: "log", Serve: s.serveTile},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/inclusion/{digest}", Family: "log", Serve: s.serveInclusion},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/consistency", Family: "log", Serve: s.serveConsistency},
 		{Method: get, Pattern: "/v1/front/status", Family: "front_status", Serve: s.serveFrontStatus},
 		{Method: get, Pattern: "/v1/dashboard", Family: "dashboard", Serve: s.serveDashboardState},
 		{Method: post, Pattern: "/v1/dashboard/inspect", Family: "dashboard", Serve: s.serveInspect},
@@ -582,7 +580,7 @@ func (s *Server) newMux() http.Handler {
 		{Method: get, Pattern: "/healthz", Family: "healthz", Serve: s.serveHealth},
 		{Method: get, Pattern: "/readyz", Family: "readyz", Serve: s.serveReady},
 		{Method: get, Pattern: "/metrics", Family: "metrics", Serve: s.serveMetrics},
-	}
+	}...)
 	m := http.NewServeMux()
 	if err := s.register(m, routes); err != nil {
 		panic(err) // the routes above are the server's own
@@ -653,7 +651,7 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
 		s.count(routeDecision, w, r, func(w http.ResponseWriter, r *http.Request) {
 			if web.Allow(w, r, http.MethodGet, http.MethodHead) && (inQuery || web.NoQuery(w, r)) {
-				s.serveDecision(w, r, digest)
+				s.audit.ServeDecision(w, r, digest)
 			}
 		})
 		return
