@@ -41,7 +41,7 @@
 //	PUT  /v1/rooms/{room}/policy                   a new policy (operator token)
 //	PUT  /v1/rooms/{room}/keylog                   a newer key log head (operator token)
 //	GET  /v1/rooms/{room}/status                   the room's status as JSON (operator token)
-//	GET  /v1/rooms/{room}/log/checkpoint           the room's log of decisions: its signed checkpoint (log.go)
+//	GET  /v1/rooms/{room}/log/checkpoint           the room's log of decisions: its signed checkpoint (internal/audit)
 //	GET  /v1/rooms/{room}/log/tile/...             its tiles (C2SP tlog-tiles)
 //	GET  /v1/rooms/{room}/log/inclusion/{digest}   a decision's index and inclusion proof [?size=N]
 //	GET  /v1/rooms/{room}/log/consistency          a consistency proof ?from=M[&size=N]

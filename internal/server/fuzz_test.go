@@ -138,7 +138,7 @@ func FuzzSteerRequest(f *testing.F) {
 		if aerr != nil {
 			t.Fatal(aerr)
 		}
-		raw, aerr := srv.decisionBytes(context.Background(), digest)
+		raw, aerr := srv.audit.DecisionBytes(context.Background(), digest)
 		if aerr != nil {
 			t.Fatal(aerr)
 		}

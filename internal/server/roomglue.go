@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/waisteer/waisteer/internal/roomsteer"
+	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
 )
@@ -16,9 +17,9 @@ func (s *Server) roomDeps() roomsteer.Deps {
 		Commits: s.commits, Records: s.records, Budgets: s.limits, Proxies: s.proxies, Closing: &s.closing,
 		Routes:     (*roomRoutes)(s),
 		KnowPolicy: func(p *policy.Policy) { s.policies.Store(p.Digest(), p) },
-		PolicyOf:   s.policyOf,
+		PolicyOf:   func(ctx context.Context, d sig.Hash) (*policy.Policy, error) { return s.audit.PolicyOf(ctx, d) },
 		KeepEpoch: func(ctx context.Context, h *roomsteer.Room, st *roomsteer.State) error {
-			return s.keepEpoch(ctx, h, st)
+			return s.audit.KeepEpoch(ctx, h.ID(), auditRoom(h, st))
 		},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/audit"
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/dashboard"
@@ -105,8 +106,9 @@ type Server struct {
 	routes   atomic.Pointer[routeTable]
 	routesMu sync.Mutex // serialises the table's rebuilds
 
-	policies    sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
-	checkpoints sync.Map // room id → *atomic.Pointer[signedCheckpoint], the latest of its log signed
+	policies sync.Map // digest → *policy.Policy, policies read for rebuilding decisions
+
+	audit *audit.Audit // the auditors' routes and the log's
 
 	limits  *budget.Budgets // nil for none
 	proxies limit.Proxies   // Config.Limits.TrustedProxies
@@ -161,6 +163,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	// once the server is ready.
 	s.commits = commit.NewDecisions(st, s.log)
 	s.records = commit.NewRecords(st, s.log)
+	s.audit = audit.New(audit.Deps{Store: st, Rooms: auditRooms{s}, Policies: &s.policies, Fails: s.fails, Log: s.log})
 	if s.name = cfg.Name; s.name == "" {
 		host, _ := os.Hostname()
 		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
@@ -451,26 +454,20 @@ func (s *Server) steerRoute(w http.ResponseWriter, r *http.Request, h steerer, a
 // body is bounded by the largest any route reads (limitBody).
 func (s *Server) newMux() http.Handler {
 	get, put, post := http.MethodGet, http.MethodPut, http.MethodPost
-	routes := []web.Route{
-		{Method: get, Pattern: "/v1/policies/{digest}", Family: "policy", Serve: s.servePolicy},
-		{Method: get, Pattern: "/v1/records/{digest}", Family: "record", Serve: s.serveRecord},
-		{Method: get, Pattern: "/v1/rooms/{room}/descriptor", Family: "descriptor", Serve: s.serveDescriptor},
-		{Method: get, Pattern: "/v1/rooms/{room}/keylog", Family: "keylog", Serve: s.serveKeyLog},
+	// The audit's first: the GET of /v1/rooms/{room}/keylog comes before
+	// its PUT, so that the path's 405 is counted under keylog and its
+	// Allow reads GET, HEAD, PUT.
+	routes := s.audit.Routes()
+	routes = append(routes, []web.Route{
 		{Method: put, Pattern: "/v1/rooms/{room}/keylog", Family: "keylog_put", Serve: s.serveKeyLogPut},
 		{Method: post, Pattern: "/v1/rooms/{room}/records", Family: "records_post", Serve: s.serveRecords},
 		{Method: put, Pattern: "/v1/rooms/{room}/policy", Family: "policy_put", Serve: s.servePolicyPut},
 		{Method: get, Pattern: "/v1/rooms/{room}/status", Family: "status", Serve: s.serveStatus},
-		{Method: get, Pattern: "/v1/rooms/{room}/keylog/{seq}", Family: "log", Serve: s.serveKeyLogAt},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/checkpoint", Family: "log", Serve: s.serveCheckpoint},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/epochs", Family: "log", Serve: s.serveEpochs},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/tile/{path...}", Family: "log", Serve: s.serveTile},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/inclusion/{digest}", Family: "log", Serve: s.serveInclusion},
-		{Method: get, Pattern: "/v1/rooms/{room}/log/consistency", Family: "log", Serve: s.serveConsistency},
 		{Method: get, Pattern: "/v1/front/status", Family: "front_status", Serve: s.serveFrontStatus},
 		{Method: get, Pattern: "/healthz", Family: "healthz", Serve: s.serveHealth},
 		{Method: get, Pattern: "/readyz", Family: "readyz", Serve: s.serveReady},
 		{Method: get, Pattern: "/metrics", Family: "metrics", Serve: s.serveMetrics},
-	}
+	}...)
 	routes = append(routes, s.dash.Routes()...)
 	m := http.NewServeMux()
 	if err := s.register(m, routes); err != nil {
@@ -542,7 +539,7 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
 		s.count(routeDecision, w, r, func(w http.ResponseWriter, r *http.Request) {
 			if web.Allow(w, r, http.MethodGet, http.MethodHead) && (inQuery || web.NoQuery(w, r)) {
-				s.serveDecision(w, r, digest)
+				s.audit.ServeDecision(w, r, digest)
 			}
 		})
 		return

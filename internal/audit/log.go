@@ -1,4 +1,4 @@
-package server
+package audit
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/declog"
-	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/view"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/store"
 )
@@ -39,15 +39,15 @@ type signedCheckpoint struct {
 // logRoom finds the room of a log route: a steered room, or one the store
 // holds of a room no longer configured (whose tiles and proofs are still
 // served, but whose checkpoint no key of this server signs).
-func (s *Server) logRoom(r *http.Request) (sig.Hash, *roomsteer.Room, *api.Error) {
+func (a *Audit) logRoom(r *http.Request) (sig.Hash, *Room, *api.Error) {
 	id, aerr := web.Digest(r.PathValue("room"))
 	if aerr != nil {
 		return id, nil, aerr
 	}
-	if h, ok := s.hubs[id]; ok {
-		return id, h, nil
+	if rm, ok := a.rooms.Steered(id); ok {
+		return id, &rm, nil
 	}
-	if _, ok := s.archived[id]; ok {
+	if _, ok := a.rooms.Archived(id); ok {
 		return id, nil, nil
 	}
 	return id, nil, api.Errorf(api.UnknownRoom, "the server holds no room %s", id)
@@ -55,12 +55,12 @@ func (s *Server) logRoom(r *http.Request) (sig.Hash, *roomsteer.Room, *api.Error
 
 // logGet begins a log route that reads no query: the room it names, or
 // false once it has answered.
-func (s *Server) logGet(w http.ResponseWriter, r *http.Request) (sig.Hash, bool) {
+func (a *Audit) logGet(w http.ResponseWriter, r *http.Request) (sig.Hash, bool) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	if !web.NoQuery(w, r) {
 		return sig.Hash{}, false
 	}
-	id, _, aerr := s.logRoom(r)
+	id, _, aerr := a.logRoom(r)
 	if aerr != nil {
 		web.Refuse(w, aerr)
 		return id, false
@@ -70,11 +70,11 @@ func (s *Server) logGet(w http.ResponseWriter, r *http.Request) (sig.Hash, bool)
 
 // epochOf is the epoch a checkpoint of the room names: the latest head the
 // room has had (nil for a room with no origin).
-func (s *Server) epochOf(ctx context.Context, h *roomsteer.Room) (*declog.Epoch, error) {
-	if _, has := h.State().KeyLogSeq(); !has {
+func (a *Audit) epochOf(ctx context.Context, id sig.Hash, rm Room) (*declog.Epoch, error) {
+	if rm.Head == nil {
 		return nil, nil
 	}
-	es, err := s.st.KeyEpochs(ctx, h.ID())
+	es, err := a.st.KeyEpochs(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -87,71 +87,80 @@ func (s *Server) epochOf(ctx context.Context, h *roomsteer.Room) (*declog.Epoch,
 
 // signCheckpoint signs the checkpoint of the room's log of size leaves,
 // naming epoch.
-func (s *Server) signCheckpoint(ctx context.Context, h *roomsteer.Room, size int64, epoch *declog.Epoch) ([]byte, error) {
-	root, err := tlog.TreeHash(size, declog.HashReader(ctx, s.st, h.ID()))
+func (a *Audit) signCheckpoint(ctx context.Context, id sig.Hash, key sig.PrivateKey, size int64, epoch *declog.Epoch) ([]byte, error) {
+	root, err := tlog.TreeHash(size, declog.HashReader(ctx, a.st, id))
 	if err != nil {
 		return nil, err
 	}
-	return declog.Sign(declog.Checkpoint{Room: h.ID(), Size: size, Root: root, Keys: epoch}, h.Key())
+	return declog.Sign(declog.Checkpoint{Room: id, Size: size, Root: root, Keys: epoch}, key)
+}
+
+// lastCheckpoint is where the room's latest checkpoint signed is kept.
+func (a *Audit) lastCheckpoint(id sig.Hash) *atomic.Pointer[signedCheckpoint] {
+	if p, ok := a.checkpoints.Load(id); ok {
+		return p.(*atomic.Pointer[signedCheckpoint])
+	}
+	p, _ := a.checkpoints.LoadOrStore(id, new(atomic.Pointer[signedCheckpoint]))
+	return p.(*atomic.Pointer[signedCheckpoint])
 }
 
 // checkpoint is the room's latest checkpoint: signed again when the log
 // has grown and the last is checkpointEvery old.
-func (s *Server) checkpoint(ctx context.Context, h *roomsteer.Room) ([]byte, error) {
-	size, err := s.st.LogSize(ctx, h.ID())
+func (a *Audit) checkpoint(ctx context.Context, id sig.Hash, rm Room) ([]byte, error) {
+	size, err := a.st.LogSize(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	cp := s.checkpointOf(h.ID())
-	if c := cp.Load(); c != nil && (c.size == size || c.size < size && time.Since(c.at) < checkpointEvery) {
+	last := a.lastCheckpoint(id)
+	if c := last.Load(); c != nil && (c.size == size || c.size < size && time.Since(c.at) < checkpointEvery) {
 		return c.b, nil
 	}
-	epoch, err := s.epochOf(ctx, h)
+	epoch, err := a.epochOf(ctx, id, rm)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.signCheckpoint(ctx, h, size, epoch)
+	b, err := a.signCheckpoint(ctx, id, rm.Key, size, epoch)
 	if err != nil {
 		return nil, err
 	}
 	c := &signedCheckpoint{size: size, b: b, at: time.Now()}
 	for {
-		old := cp.Load()
-		if old != nil && old.size > size || cp.CompareAndSwap(old, c) {
+		old := last.Load()
+		if old != nil && old.size > size || last.CompareAndSwap(old, c) {
 			break
 		}
 	}
 	return b, nil
 }
 
-// keepEpoch stores the room's current key log head as an epoch when the
-// store has it not: from the log's size now, with the handover checkpoint
-// of the log so far signed under the head before it. New calls it for the
-// configured head and installHead for the operator's.
-func (s *Server) keepEpoch(ctx context.Context, h *roomsteer.Room, st *roomsteer.State) error {
-	seq, has := st.KeyLogSeq()
-	if !has {
+// KeepEpoch stores the room's key log head in rm as an epoch when the store
+// has it not: from the log's size now, with the handover checkpoint of the
+// log so far signed under the head before it. The server calls it for a
+// room's configured head when it starts, and for the operator's before it
+// is installed.
+func (a *Audit) KeepEpoch(ctx context.Context, id sig.Hash, rm Room) error {
+	if rm.Head == nil {
 		return nil
 	}
-	es, err := s.st.KeyEpochs(ctx, h.ID())
+	es, err := a.st.KeyEpochs(ctx, id)
 	if err != nil {
 		return err
 	}
-	if len(es) > 0 && es[len(es)-1].Seq >= seq {
+	if len(es) > 0 && es[len(es)-1].Seq >= rm.Seq {
 		return nil
 	}
-	size, err := s.st.LogSize(ctx, h.ID())
+	size, err := a.st.LogSize(ctx, id)
 	if err != nil {
 		return err
 	}
-	e := store.KeyEpoch{Seq: seq, From: size, Head: st.Head()}
+	e := store.KeyEpoch{Seq: rm.Seq, From: size, Head: rm.Head}
 	if len(es) > 0 {
 		last := es[len(es)-1]
-		if e.Handover, err = s.signCheckpoint(ctx, h, size, &declog.Epoch{Seq: last.Seq, From: last.From}); err != nil {
+		if e.Handover, err = a.signCheckpoint(ctx, id, rm.Key, size, &declog.Epoch{Seq: last.Seq, From: last.From}); err != nil {
 			return err
 		}
 	}
-	return s.st.PutKeyEpoch(ctx, h.ID(), e)
+	return a.st.PutKeyEpoch(ctx, id, e)
 }
 
 // writeLog answers with a log route's bytes.
@@ -167,22 +176,22 @@ func writeLog(w http.ResponseWriter, contentType string, b []byte, cache string)
 
 // serveCheckpoint answers GET /v1/rooms/{room}/log/checkpoint: the signed
 // note (declog.Checkpoint), at most checkpointEvery old.
-func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
+func (a *Audit) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	if !web.NoQuery(w, r) {
 		return
 	}
-	id, h, aerr := s.logRoom(r)
-	if aerr == nil && h == nil {
+	id, rm, aerr := a.logRoom(r)
+	if aerr == nil && rm == nil {
 		aerr = api.Errorf(api.UnknownRoom, "room %s is no longer steered here: no key of this server signs its checkpoint", id)
 	}
 	if aerr != nil {
 		web.Refuse(w, aerr)
 		return
 	}
-	b, err := s.checkpoint(r.Context(), h)
+	b, err := a.checkpoint(r.Context(), id, *rm)
 	if err != nil {
-		web.Refuse(w, s.fails.Failed("the room's checkpoint", err))
+		web.Refuse(w, a.fails.Failed("the room's checkpoint", err))
 		return
 	}
 	writeLog(w, "text/plain; charset=utf-8", b, "no-cache")
@@ -190,19 +199,19 @@ func (s *Server) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 
 // serveEpochs answers GET /v1/rooms/{room}/log/epochs: the heads the room
 // has had, by seq, each fetched at /v1/rooms/{room}/keylog/{seq}.
-func (s *Server) serveEpochs(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.logGet(w, r)
+func (a *Audit) serveEpochs(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.logGet(w, r)
 	if !ok {
 		return
 	}
-	es, err := s.st.KeyEpochs(r.Context(), id)
+	es, err := a.st.KeyEpochs(r.Context(), id)
 	if err != nil {
-		web.Refuse(w, s.fails.Failed("the room's epochs", err))
+		web.Refuse(w, a.fails.Failed("the room's epochs", err))
 		return
 	}
-	out := make([]Epoch, 0, len(es))
+	out := make([]view.Epoch, 0, len(es))
 	for _, e := range es {
-		out = append(out, Epoch{Seq: e.Seq, From: e.From, Handover: string(e.Handover)})
+		out = append(out, view.Epoch{Seq: e.Seq, From: e.From, Handover: string(e.Handover)})
 	}
 	b, _ := json.Marshal(out)
 	writeLog(w, "application/json", append(b, '\n'), "no-cache")
@@ -210,8 +219,8 @@ func (s *Server) serveEpochs(w http.ResponseWriter, r *http.Request) {
 
 // serveKeyLogAt answers GET /v1/rooms/{room}/keylog/{seq}: a head the
 // room has had, which never changes.
-func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.logGet(w, r)
+func (a *Audit) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.logGet(w, r)
 	if !ok {
 		return
 	}
@@ -220,14 +229,14 @@ func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, api.Errorf(api.BadLogRequest, "%q is not a key log head's seq in decimal", r.PathValue("seq")))
 		return
 	}
-	es, err := s.st.KeyEpochs(r.Context(), id)
+	es, err := a.st.KeyEpochs(r.Context(), id)
 	if err != nil {
-		web.Refuse(w, s.fails.Failed("the room's epochs", err))
+		web.Refuse(w, a.fails.Failed("the room's epochs", err))
 		return
 	}
 	for _, e := range es {
 		if e.Seq == seq {
-			writeSigned(w, e.Head, immutable)
+			writeSigned(w, e.Head, Immutable)
 			return
 		}
 	}
@@ -236,8 +245,8 @@ func (s *Server) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
 
 // serveTile answers GET /v1/rooms/{room}/log/tile/...: a tile within the
 // log's size, full or partial, which never changes.
-func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.logGet(w, r)
+func (a *Audit) serveTile(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.logGet(w, r)
 	if !ok {
 		return
 	}
@@ -246,19 +255,19 @@ func (s *Server) serveTile(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, api.Errorf(api.BadLogRequest, "%v", err))
 		return
 	}
-	size, err := s.st.LogSize(r.Context(), id)
+	size, err := a.st.LogSize(r.Context(), id)
 	if err != nil {
-		web.Refuse(w, s.fails.Failed("the room's log", err))
+		web.Refuse(w, a.fails.Failed("the room's log", err))
 		return
 	}
-	b, err := declog.ReadTile(r.Context(), s.st, id, t, size)
+	b, err := declog.ReadTile(r.Context(), a.st, id, t, size)
 	switch {
 	case errors.Is(err, declog.ErrBeyond):
 		web.Refuse(w, api.Errorf(api.NotFound, "tile %s is past the log's %d leaves", declog.TilePath(t), size))
 	case err != nil:
-		web.Refuse(w, s.fails.Failed(fmt.Sprintf("tile %s", declog.TilePath(t)), err))
+		web.Refuse(w, a.fails.Failed(fmt.Sprintf("tile %s", declog.TilePath(t)), err))
 	default:
-		writeLog(w, "application/octet-stream", b, immutable)
+		writeLog(w, "application/octet-stream", b, Immutable)
 	}
 }
 
@@ -295,9 +304,9 @@ func onlyParams(r *http.Request, names ...string) *api.Error {
 
 // logProof begins a proof's route: the room it names and its log's size,
 // or false once it has answered; the query may name only params.
-func (s *Server) logProof(w http.ResponseWriter, r *http.Request, params ...string) (sig.Hash, int64, bool) {
+func (a *Audit) logProof(w http.ResponseWriter, r *http.Request, params ...string) (sig.Hash, int64, bool) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	id, _, aerr := s.logRoom(r)
+	id, _, aerr := a.logRoom(r)
 	if aerr == nil {
 		aerr = onlyParams(r, params...)
 	}
@@ -305,9 +314,9 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request, params ...stri
 		web.Refuse(w, aerr)
 		return id, 0, false
 	}
-	size, err := s.st.LogSize(r.Context(), id)
+	size, err := a.st.LogSize(r.Context(), id)
 	if err != nil {
-		web.Refuse(w, s.fails.Failed("the room's log", err))
+		web.Refuse(w, a.fails.Failed("the room's log", err))
 		return id, 0, false
 	}
 	return id, size, true
@@ -316,8 +325,8 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request, params ...stri
 // serveInclusion answers GET /v1/rooms/{room}/log/inclusion/{digest}
 // [?size=N]: the decision's index and its inclusion proof in the tree of
 // N leaves (the log's size when N is not given).
-func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
-	id, size, ok := s.logProof(w, r, "size")
+func (a *Audit) serveInclusion(w http.ResponseWriter, r *http.Request) {
+	id, size, ok := a.logProof(w, r, "size")
 	if !ok {
 		return
 	}
@@ -327,13 +336,13 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	at, err := s.st.LogIndex(ctx, id, digest)
+	at, err := a.st.LogIndex(ctx, id, digest)
 	if errors.Is(err, store.ErrNotFound) {
 		web.Refuse(w, api.Errorf(api.NotFound, "the log of room %s holds no decision %s, or its decision is pruned", id, digest))
 		return
 	}
 	if err != nil {
-		web.Refuse(w, s.fails.Failed("the room's log", err))
+		web.Refuse(w, a.fails.Failed("the room's log", err))
 		return
 	}
 	n, aerr := sizeParam(r, "size", size, size)
@@ -344,9 +353,9 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, aerr)
 		return
 	}
-	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, s.st, id))
+	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, a.st, id))
 	if err != nil {
-		web.Refuse(w, s.fails.Failed(fmt.Sprintf("proving leaf %d", at), err))
+		web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving leaf %d", at), err))
 		return
 	}
 	if p == nil {
@@ -358,13 +367,13 @@ func (s *Server) serveInclusion(w http.ResponseWriter, r *http.Request) {
 
 // serveConsistency answers GET /v1/rooms/{room}/log/consistency?from=M
 // [&size=N]: the proof that the tree of N leaves extends that of M.
-func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
+func (a *Audit) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	if !r.URL.Query().Has("from") {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 		web.Refuse(w, api.Errorf(api.BadLogRequest, "from= is required: the size of the tree to prove from"))
 		return
 	}
-	id, size, ok := s.logProof(w, r, "from", "size")
+	id, size, ok := a.logProof(w, r, "from", "size")
 	if !ok {
 		return
 	}
@@ -381,8 +390,8 @@ func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	p := tlog.TreeProof{} // from no leaves, nothing to prove
 	if m > 0 {
 		var err error
-		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, s.st, id)); err != nil {
-			web.Refuse(w, s.fails.Failed(fmt.Sprintf("proving %d from %d", n, m), err))
+		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, a.st, id)); err != nil {
+			web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving %d from %d", n, m), err))
 			return
 		}
 	}
@@ -394,16 +403,7 @@ func (s *Server) serveConsistency(w http.ResponseWriter, r *http.Request) {
 // the tree's size, and otherwise of the log as it stands.
 func proofCache(r *http.Request, name string) string {
 	if r.URL.Query().Has(name) {
-		return immutable
+		return Immutable
 	}
 	return "no-cache"
-}
-
-// checkpointOf is where the room's latest checkpoint signed is kept.
-func (s *Server) checkpointOf(id sig.Hash) *atomic.Pointer[signedCheckpoint] {
-	v, ok := s.checkpoints.Load(id)
-	if !ok {
-		v, _ = s.checkpoints.LoadOrStore(id, new(atomic.Pointer[signedCheckpoint]))
-	}
-	return v.(*atomic.Pointer[signedCheckpoint])
 }

@@ -1,0 +1,18 @@
+// Package audit is what an auditor fetches from the server: every signed
+// byte a decision needs to be verified (§8.4, §9.1) and each room's log of
+// decisions (issue 16, internal/declog), over HTTP.
+//
+// It owns the auditors' routes (a decision by its digest, a policy, a
+// record, a room's descriptor and key log head) and the log's (checkpoint,
+// epochs, the heads a room has had, tiles, inclusion and consistency
+// proofs), the signed checkpoint each steered room's log last had, and the
+// epochs of a room's key log as the store keeps them (KeepEpoch). Signed
+// bytes are served exactly as they were signed.
+//
+// It reads the rooms through Rooms (a steered room's steering key and
+// current descriptor and head, a room the store holds and the server no
+// longer steers) and the store; it changes no room, makes no decision and
+// writes to the store only a key log epoch. It imports no capability and
+// not the server, which registers its Routes and calls ServeDecision for a
+// policy's decision_uri.
+package audit
