@@ -6,6 +6,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/dashboard"
+	"github.com/waisteer/waisteer/internal/poolsteer"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/view"
@@ -65,10 +66,10 @@ func (r dashRoom) Hops(a, b uint64) []dashboard.Hop {
 // dashPool is a pool as the dashboard reads it.
 type dashPool struct {
 	s  *Server
-	ph *poolHub
+	ph *poolsteer.Steerer
 }
 
-func (p dashPool) Name() string { return p.ph.name }
+func (p dashPool) Name() string { return p.ph.Name() }
 
 func (p dashPool) View(ctx context.Context, loadsAt uint64) view.PoolView {
 	return p.s.poolViewAt(ctx, p.ph, loadsAt)

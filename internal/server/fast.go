@@ -20,6 +20,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/poolsteer"
 	"github.com/waisteer/waisteer/internal/web"
 )
 
@@ -251,14 +252,14 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 			x.r.Header[budget.ForwardedFor] = append(x.r.Header[budget.ForwardedFor], string(v))
 		}
 	}
-	if ph, ok := h.(*poolHub); ok {
+	if ph, ok := h.(*poolsteer.Steerer); ok {
 		// A pool writes its RELOAD-URI under the Host the request
 		// reached, and may read a cohort from a header.
 		x.r.Host = string(c.Host())
 		if c.IsTLS() {
 			x.r.TLS = &fastTLS
 		}
-		if name := ph.route.Load().cohortHeader; name != "" {
+		if name := ph.CohortHeader(); name != "" {
 			if v := c.Request.Header.Peek(name); v != nil {
 				x.r.Header[name] = []string{string(v)}
 			}

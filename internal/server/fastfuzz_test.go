@@ -104,7 +104,7 @@ func (p *enginePair) serve(raw []byte) (fast, std fastAnswer) {
 // instant (which must not panic).
 func (p *enginePair) qoeState(e *routeEnv) string {
 	now := time.UnixMicro(int64(e.clock.Load()))
-	pw, rw := e.srv.poolNamed("").qoe.Load(), e.srv.sortedHubs()[0].QoE()
+	pw, rw := e.srv.poolNamed("").Watch(), e.srv.sortedHubs()[0].QoE()
 	pw.Evaluate(e.srv.log, now)
 	rw.Evaluate(e.srv.log, now)
 	return fmt.Sprintf("pool %v %v\nroom %v %v", cellsOf(pw), pw.Agg.Ignored(), cellsOf(rw), rw.Agg.Ignored())

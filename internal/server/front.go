@@ -15,6 +15,7 @@ import (
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/poolsteer"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
@@ -76,14 +77,7 @@ func (s *Server) hubNamed(name string) *roomsteer.Room {
 }
 
 // poolNamed finds a pool by name, as it stands after reloads.
-func (s *Server) poolNamed(name string) *poolHub {
-	for _, ph := range s.poolsSorted() {
-		if ph.name == name {
-			return ph
-		}
-	}
-	return nil
-}
+func (s *Server) poolNamed(name string) *poolsteer.Steerer { return s.pools.Named(name) }
 
 // poolFront is a pool as the front sees it; it finds the pool by name at
 // each request, so that a reload is followed.
@@ -92,7 +86,7 @@ type poolFront struct {
 	name string
 }
 
-func (f *poolFront) pool() *poolHub { return f.s.poolNamed(f.name) }
+func (f *poolFront) pool() *poolsteer.Steerer { return f.s.poolNamed(f.name) }
 
 func (f *poolFront) Name() string { return "pool " + f.name }
 
@@ -101,10 +95,10 @@ func (f *poolFront) Name() string { return "pool " + f.name }
 // empty), and a DASH element of the same: none while the pool has no edges.
 func (f *poolFront) Tags() (string, string) {
 	ph := f.pool()
-	if ph == nil || !ph.p.Enabled() {
+	if ph == nil || !ph.Pool().Enabled() {
 		return "", ""
 	}
-	c := ph.p.Config()
+	c := ph.Pool().Config()
 	uri := c.Path
 	if c.PublicURL != "" {
 		uri = c.PublicURL + c.Path
@@ -125,10 +119,10 @@ func (f *poolFront) Open(ctx context.Context, rawQuery string, h http.Header) (f
 		return front.Opening{}, errors.New("the pool is no longer configured")
 	}
 	req := pool.Request{RawQuery: rawQuery}
-	if name := ph.route.Load().cohortHeader; name != "" {
+	if name := ph.CohortHeader(); name != "" {
 		req.Cohort = h.Get(name)
 	}
-	o, ok := ph.p.Order(&req)
+	o, ok := ph.Pool().Order(&req)
 	if !ok {
 		return front.Opening{}, errors.New("the pool has no edges")
 	}
@@ -137,7 +131,7 @@ func (f *poolFront) Open(ctx context.Context, rawQuery string, h http.Header) (f
 
 func (f *poolFront) Host(pathway string) string {
 	if ph := f.pool(); ph != nil {
-		for _, e := range ph.p.Edges() {
+		for _, e := range ph.Pool().Edges() {
 			if e.Pathway == pathway {
 				return e.Host
 			}
@@ -152,7 +146,7 @@ func (f *poolFront) Pathways() []string {
 		return nil
 	}
 	var out []string
-	for _, e := range ph.p.Edges() {
+	for _, e := range ph.Pool().Edges() {
 		out = append(out, e.Pathway)
 	}
 	return out
@@ -193,16 +187,13 @@ func (f *roomFront) Host(pathway string) string {
 
 func (f *roomFront) Pathways() []string { return f.h.State().IDs() }
 
-// viewerKey is the context key of a front viewer's address (a netip.Addr).
-type viewerKey struct{}
-
 // serveFront answers a path of the front.
 func (s *Server) serveFront(w http.ResponseWriter, r *http.Request, st front.Steering) {
 	if s.limits != nil {
 		// A room's viewer who is redirected or given backups is decided
 		// for as a steering request is: the budgets of its address apply
 		// (decideFor).
-		r = r.WithContext(context.WithValue(r.Context(), viewerKey{}, s.clientAddr(r)))
+		r = r.WithContext(roomsteer.WithViewer(r.Context(), s.clientAddr(r)))
 	}
 	s.count(routeFront, w, r, func(w http.ResponseWriter, r *http.Request) {
 		s.front.Serve(w, r, st)
@@ -225,27 +216,18 @@ func (s *Server) frontStatus(ctx context.Context) FrontStatus {
 	st := FrontStatus{Opens: s.front.Opens()}
 	for _, ph := range s.poolsSorted() {
 		v := s.poolView(ctx, ph)
-		ph := PoolHeadroom{Pool: ph.name, Edges: map[string]float64{}}
+		ph := PoolHeadroom{Pool: ph.Name(), Edges: map[string]float64{}}
 		for _, e := range v.Edges {
 			if e.Health.Up && !e.Drained && e.Weight > 0 {
 				ph.N++
 			}
 		}
 		for _, e := range v.Edges {
-			ph.Edges[e.Pathway] = headroom(float64(e.Sessions), ph.N)
+			ph.Edges[e.Pathway] = e.Headroom // the OTT seed's 1 + 1/(N−1) of its load, as the pool's view has it
 		}
 		st.Pools = append(st.Pools, ph)
 	}
 	return st
-}
-
-// headroom is the OTT seed's "1 + 1/(N−1) of its normal load": with one
-// edge there is no other to fail over to, and its load is its own.
-func headroom(load float64, n int) float64 {
-	if n <= 1 {
-		return load
-	}
-	return load * (1 + 1/float64(n-1))
 }
 
 // writeFrontMetrics writes who opened the front's playlists: by class

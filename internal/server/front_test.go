@@ -219,7 +219,7 @@ func TestFrontSpread(t *testing.T) {
 			backups[o.Order[1]]++
 		}
 	}
-	ph.p.SetUp("a", false)
+	ph.Pool().SetUp("a", false)
 	moved := map[string]int{}
 	for _, q := range queries {
 		o, err := pf.Open(context.Background(), q, nil)

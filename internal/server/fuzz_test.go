@@ -384,6 +384,6 @@ func FuzzReports(f *testing.F) {
 		default:
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
-		srv.poolNamed("").qoe.Load().Evaluate(srv.log, time.Now())
+		srv.poolNamed("").Watch().Evaluate(srv.log, time.Now())
 	})
 }

@@ -134,7 +134,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "waisteer_store_outages_total %d\n", outages)
 
 	roomsteer.WriteMetrics(r.Context(), &b, s.sortedHubs(), s.clock())
-	s.writePoolMetrics(r.Context(), &b)
+	s.pools.WriteMetrics(r.Context(), &b)
 	qoewatch.WriteMetrics(&b, s.watches())
 	s.writeReportMetrics(&b)
 	s.writeFrontMetrics(&b)

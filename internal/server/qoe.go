@@ -16,7 +16,7 @@ var qoeEvery = time.Second
 func (s *Server) watches() []*qoewatch.Watch {
 	var out []*qoewatch.Watch
 	for _, ph := range s.poolsSorted() {
-		if w := ph.qoe.Load(); w != nil {
+		if w := ph.Watch(); w != nil {
 			out = append(out, w)
 		}
 	}
@@ -36,7 +36,5 @@ func (s *Server) evaluateQoE(context.Context) {
 		w.Evaluate(s.log, now)
 		w.Sweep(now)
 	}
-	for _, ph := range s.poolsSorted() {
-		ph.away.Sweep(now)
-	}
+	s.pools.SweepAway(now)
 }

@@ -119,7 +119,7 @@ func TestPoolCohortMove(t *testing.T) {
 		}
 		fra = append(fra, &m)
 	}
-	w := e.srv.poolNamed("").qoe.Load()
+	w := e.srv.poolNamed("").Watch()
 	moves := w.Evaluate(e.srv.log, time.Now())
 	if len(moves) != 1 || moves[0].Key != (qoe.Key{Pathway: "cdn-a", Cohort: "fra"}) || !moves[0].Degraded || moves[0].Median != 4_000_000 || moves[0].Best != 10_000_000 {
 		t.Fatalf("moves %v", moves)
@@ -236,7 +236,7 @@ func TestReportsRoute(t *testing.T) {
 	if limited < 10 {
 		t.Errorf("%d of the address's posts past its burst were refused, want at least 10", limited)
 	}
-	w := e.srv.poolNamed("").qoe.Load()
+	w := e.srv.poolNamed("").Watch()
 	if moves := w.Evaluate(e.srv.log, time.Now()); len(moves) != 0 {
 		t.Errorf("bad reports moved a cohort: %v", moves)
 	}

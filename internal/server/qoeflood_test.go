@@ -70,7 +70,7 @@ func (fr floodRun) run(t *testing.T) floodResult {
 		t.Fatal(err)
 	}
 	defer srv.Close(context.Background())
-	w := srv.poolNamed("").qoe.Load()
+	w := srv.poolNamed("").Watch()
 
 	serve := func(r *http.Request, from string) int {
 		r.RemoteAddr = from + ":40000"
@@ -222,7 +222,7 @@ func TestQoEHouseholdCounts(t *testing.T) {
 	for i := range 4 {
 		report(fmt.Sprintf("127.0.4.%d", 27+i), "cdn-b", 17_000_000)
 	}
-	w := e.srv.poolNamed("").qoe.Load()
+	w := e.srv.poolNamed("").Watch()
 	moves := w.Evaluate(e.srv.log, time.Now())
 	if len(moves) != 1 || moves[0].Key.Pathway != "cdn-a" || !moves[0].Degraded || moves[0].Sessions != 30 {
 		t.Fatalf("moves %v: want cdn-a off, on 30 sessions", moves)

@@ -54,7 +54,7 @@ func TestQoEBehindTrustedProxy(t *testing.T) {
 					t.Fatalf("%d %s", resp.StatusCode, b)
 				}
 			}
-			w := srv.poolNamed("").qoe.Load()
+			w := srv.poolNamed("").Watch()
 			w.Evaluate(srv.log, time.Now())
 			wantSessions, wantClients := 6, 6 // six clients, one session each
 			if !trusted {

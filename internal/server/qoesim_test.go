@@ -77,7 +77,7 @@ func (ex workedExample) run(tb testing.TB) workedResult {
 		tb.Fatal(err)
 	}
 	defer srv.Close(context.Background())
-	w := srv.poolNamed("").qoe.Load()
+	w := srv.poolNamed("").Watch()
 
 	type viewer struct {
 		region   string

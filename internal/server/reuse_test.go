@@ -174,7 +174,7 @@ func TestFastReportCohortKept(t *testing.T) {
 					t.Fatalf("%.80q: %d %s", raw, a.status, a.body)
 				}
 			}
-			w := srv.poolNamed("").qoe.Load()
+			w := srv.poolNamed("").Watch()
 			w.Evaluate(srv.log, time.UnixMicro(t0)) // panicked on bd4ceba behind fasthttp
 			if got := cellsOf(w); !slices.Equal(got, want) {
 				t.Errorf("cells\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -453,7 +453,7 @@ func TestRouteTableBothEngines(t *testing.T) {
 	states := map[string]string{}
 	for engine, e := range envs {
 		now := time.UnixMicro(int64(e.clock.Load()))
-		pw := e.srv.poolNamed("").qoe.Load()
+		pw := e.srv.poolNamed("").Watch()
 		rw := e.srv.sortedHubs()[0].QoE()
 		pw.Evaluate(e.srv.log, now)
 		rw.Evaluate(e.srv.log, now)
@@ -522,7 +522,7 @@ func TestFastReportCohortLoopback(t *testing.T) {
 	for i := range 20 {
 		send(fmt.Sprintf("127.0.4.%d", i+1), "GET", pool.DefaultPath+"?_HLS_pathway=cdn-b&_HLS_throughput=9000000", cohorts[i%len(cohorts)], nil, "")
 	}
-	w := e.srv.poolNamed("").qoe.Load()
+	w := e.srv.poolNamed("").Watch()
 	w.Evaluate(e.srv.log, time.Now())
 	want := []string{"cdn-a/wxyz 3 2000000", "cdn-b/ams 5 9000000", "cdn-b/fra 5 9000000", "cdn-b/lon 5 9000000", "cdn-b/par 5 9000000"}
 	if got := cellsOf(w); !slices.Equal(got, want) {

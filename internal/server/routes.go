@@ -1,21 +1,45 @@
 package server
 
 import (
+	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/poolsteer"
+	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/steerroute"
 )
+
+// A steerer answers the GETs of a steering route. The server has two: an
+// energy room (roomsteer.Room), which decides each request by the rule
+// (§6), signs the decision and stores it before it answers; and a pool
+// (poolsteer.Steerer), which orders its edges by health and weight
+// (internal/pool) and signs and stores nothing. Everything around them is
+// the server's, the same for both: the routes, the preflight, the metrics,
+// the logs and the operator's token.
+type steerer interface {
+	// ServeSteer answers a request on the route: a GET, or a refusal.
+	ServeSteer(w http.ResponseWriter, r *http.Request)
+	// Label names the steerer in messages: "room <id>", "pool <name>".
+	Label() string
+	// ReadsHost says whether the answer depends on the Host the request
+	// reached (a pool's RELOAD-URI), which the fasthttp path then copies.
+	ReadsHost() bool
+	// ReportsTo is where a CMCD event report posted to the route goes:
+	// the steerer's QoE watch (nil when it steers by none), its pathways
+	// and the request's cohort.
+	ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string)
+}
 
 // routeTable maps paths to the rooms and pools that answer them. It is
 // rebuilt when a policy changes or the pools are reloaded, and published
 // whole (Server.routes).
 type routeTable struct {
-	steer     map[string][]steerTarget // by escaped path
-	decisions []string                 // prefixes (path, and query when decision_uri has one)
-	edges     map[string]*poolHub      // a pool's path + "/edges": the operator's view of its edges
+	steer     map[string][]steerTarget      // by escaped path
+	decisions []string                      // prefixes (path, and query when decision_uri has one)
+	edges     map[string]*poolsteer.Steerer // a pool's path + "/edges": the operator's view of its edges
 }
 
 type steerTarget struct {
@@ -31,8 +55,8 @@ type steerTarget struct {
 // steered by before, still reach it unless another room or a pool now
 // steers there: a player holding an earlier manifest's RELOAD-URI is
 // answered, never 404 (players.md).
-func buildRoutes(hubs []*roomsteer.Room, pools []*poolHub, h *roomsteer.Room, st *roomsteer.State, known []string) (*routeTable, error) {
-	t := &routeTable{steer: map[string][]steerTarget{}, decisions: slices.Clone(known), edges: map[string]*poolHub{}}
+func buildRoutes(hubs []*roomsteer.Room, pools []*poolsteer.Steerer, h *roomsteer.Room, st *roomsteer.State, known []string) (*routeTable, error) {
+	t := &routeTable{steer: map[string][]steerTarget{}, decisions: slices.Clone(known), edges: map[string]*poolsteer.Steerer{}}
 	taken := func(r steerroute.Route) *steerTarget {
 		for i, other := range t.steer[r.Path] {
 			if other.route.Equal(r) {
@@ -42,13 +66,12 @@ func buildRoutes(hubs []*roomsteer.Room, pools []*poolHub, h *roomsteer.Room, st
 		return nil
 	}
 	for _, ph := range pools {
-		rt := ph.route.Load()
-		r := steerroute.PathOnly(rt.path)
+		r := steerroute.PathOnly(ph.Path())
 		if ts := t.steer[r.Path]; len(ts) > 0 {
 			return nil, api.Errorf(api.RouteConflict, "%s and %s both steer at %q", ts[0].to.Label(), ph.Label(), r.Path)
 		}
 		t.steer[r.Path] = append(t.steer[r.Path], steerTarget{to: ph, route: r})
-		t.edges[rt.path+"/edges"] = ph
+		t.edges[r.Path+"/edges"] = ph
 	}
 	for _, hb := range hubs {
 		s := hb.State()
@@ -139,6 +162,22 @@ func (t *routeTable) decisionDigest(path, rawQuery string) (string, bool, bool) 
 // isPool reports whether a steering route is a pool's, which holds its
 // path whole: a room may not steer there, with or without a query.
 func isPool(s steerer) bool {
-	_, ok := s.(*poolHub)
+	_, ok := s.(*poolsteer.Steerer)
 	return ok
+}
+
+// poolEdges matches a path to a pool's operator routes: P/edges, and what
+// follows it.
+func (t *routeTable) poolEdges(path string) (*poolsteer.Steerer, string, bool) {
+	if ph, ok := t.edges[path]; ok {
+		return ph, "", true
+	}
+	i := strings.LastIndex(path, "/edges/")
+	for i >= 0 {
+		if ph, ok := t.edges[path[:i+len("/edges")]]; ok {
+			return ph, path[i+len("/edges/"):], true
+		}
+		i = strings.LastIndex(path[:i], "/edges/")
+	}
+	return nil, "", false
 }

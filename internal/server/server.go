@@ -25,6 +25,7 @@ import (
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/poolsteer"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -98,9 +99,8 @@ type Server struct {
 	name   string // Config.Name
 
 	hubs     map[sig.Hash]*roomsteer.Room
-	pools    []*poolHub // by name; replaced whole by Reload
+	pools    *poolsteer.Pools // by name; replaced whole by ReloadPools
 	front    *front.Front
-	poolsMu  sync.Mutex
 	archived map[sig.Hash]store.Room // rooms the store holds and the config does not steer
 
 	routes   atomic.Pointer[routeTable]
@@ -222,28 +222,15 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			known = append(known, d)
 		}
 	}
-	if len(cfg.Pools) > 0 {
-		if err := checkPools(cfg.Pools); err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		key, err := s.poolKey(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		for i, c := range cfg.Pools {
-			ph, err := s.openPool(c, key)
-			if err != nil {
-				return nil, fmt.Errorf("server: pool %d: %w", i, err)
-			}
-			s.pools = append(s.pools, ph)
-		}
+	if s.pools, err = poolsteer.New(ctx, s.poolDeps(), cfg.Pools); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	if cfg.Front != nil {
 		if s.front, err = s.openFront(cfg.Front); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
-	rt, err := buildRoutes(hubs, s.pools, nil, nil, known)
+	rt, err := buildRoutes(hubs, s.pools.Sorted(), nil, nil, known)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -304,7 +291,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			h.MarkRestored()
 		}()
 	}
-	s.startPools(bg)
+	s.pools.Start(bg)
 	if shared {
 		s.bg.Add(1)
 		go func() {
@@ -335,7 +322,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		guard.Do(s.log, "dashboard", func() { s.dash.Sample(bg) })
 		s.every(bg, "dashboard", dashboard.Every, s.dash.Sample)
 	}()
-	if len(s.watches()) > 0 || len(s.pools) > 0 {
+	if len(s.watches()) > 0 || s.pools.Len() > 0 {
 		// Pools may gain QoE by a reload.
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.every(bg, "qoe", qoeEvery, s.evaluateQoE) }()
@@ -533,7 +520,11 @@ func (s *Server) servePolicyRoutes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ph, rest, ok := rt.poolEdges(path); ok {
-		s.servePoolEdges(w, r, ph, rest)
+		fam := routePoolEdges
+		if rest != "" {
+			fam = routePoolChange
+		}
+		s.count(fam, w, r, func(w http.ResponseWriter, r *http.Request) { ph.ServeEdges(w, r, rest) })
 		return
 	}
 	if digest, inQuery, ok := rt.decisionDigest(path, r.URL.RawQuery); ok {
@@ -669,7 +660,7 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.stop()
-	s.stopPools()
+	s.pools.Stop()
 	s.commits.Close()
 	s.records.Close()
 	done := make(chan struct{})

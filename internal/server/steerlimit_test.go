@@ -17,6 +17,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/poolsteer"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/store"
@@ -268,14 +269,14 @@ func TestPoolBudgets(t *testing.T) {
 			t.Fatalf("a session's request within budget: %d %s", resp.StatusCode, body)
 		}
 	}
-	sessions := loads.Sessions(poolLoadsID(""))
+	sessions := loads.Sessions(poolsteer.LoadsID(""))
 	for range 3 {
 		resp, body := get(ms[1].Reload)
 		if resp.StatusCode != http.StatusOK || !bytes.Equal(body, ms[1].raw) {
 			t.Fatalf("over budget, a session's request: %d %s, want its manifest %s", resp.StatusCode, body, ms[1].raw)
 		}
 	}
-	if n := loads.Sessions(poolLoadsID("")); n != sessions {
+	if n := loads.Sessions(poolsteer.LoadsID("")); n != sessions {
 		t.Errorf("%d sessions counted, %d before: a request over budget counts none", n, sessions)
 	}
 	v := e.view()

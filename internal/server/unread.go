@@ -13,6 +13,6 @@ func (s *Server) writeReportMetrics(b *bytes.Buffer) {
 		h.Unread().Write(b, h.Label())
 	}
 	for _, ph := range s.poolsSorted() {
-		ph.unread.Write(b, ph.Label())
+		ph.Unread().Write(b, ph.Label())
 	}
 }

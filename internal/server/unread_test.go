@@ -113,7 +113,7 @@ func TestUnreadPool(t *testing.T) {
 				}
 			}
 			if c.QoE != nil {
-				if ig := e.srv.poolNamed("").qoe.Load().Agg.Ignored(); ig["throughput_absurd"] != 1 || ig["buffer_absurd"] != 1 {
+				if ig := e.srv.poolNamed("").Watch().Agg.Ignored(); ig["throughput_absurd"] != 1 || ig["buffer_absurd"] != 1 {
 					t.Errorf("the aggregator took an absurd value: ignored %v", ig)
 				}
 			}

@@ -1,9 +1,8 @@
-package server
+package poolsteer
 
 import (
 	"context"
 	"crypto/sha256"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -17,62 +16,49 @@ import (
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/view"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/report/qoe"
 )
 
-// A steerer answers the GETs of a steering route. The server has two: an
-// energy room (hub), which decides each request by the rule (§6), signs the
-// decision and stores it before it answers; and a pool (poolHub), which
-// orders its edges by health and weight (internal/pool) and signs and
-// stores nothing. Everything around them is the server's, the same for
-// both: the routes, the preflight, the sessions counted in the table of
-// loads, the metrics, the logs and the operator's token.
-type steerer interface {
-	// ServeSteer answers a request on the route: a GET, or a refusal.
-	ServeSteer(w http.ResponseWriter, r *http.Request)
-	// Label names the steerer in messages: "room <id>", "pool <name>".
-	Label() string
-	// ReadsHost says whether the answer depends on the Host the request
-	// reached (a pool's RELOAD-URI), which the fasthttp path then copies.
-	ReadsHost() bool
-	// ReportsTo is where a CMCD event report posted to the route goes:
-	// the steerer's QoE watch (nil when it steers by none), its pathways
-	// and the request's cohort.
-	ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string)
-}
-
-// A poolHub is one pool the server steers: the pool itself, the checker of
-// its edges' health, and what the operator sees of both.
-type poolHub struct {
-	s    *Server
+// A Steerer is one pool the server steers: the pool itself, the checker of
+// its edges' health, and what the operator sees of both. It orders its
+// edges by health and weight (internal/pool) and signs and stores nothing.
+type Steerer struct {
+	d    *Deps
 	p    *pool.Pool
 	name string   // "" for the configuration's [steering] table
-	id   sig.Hash // the pool's key in the table of loads (poolLoadsID)
+	id   sig.Hash // the pool's key in the table of loads (LoadsID)
 
 	// route is what a request reads of the configuration, swapped whole
 	// when it is reloaded.
 	route atomic.Pointer[poolRoute]
 
 	checker *health.Checker // nil while no edge has a check_url
-	started bool            // whether checker runs (Server.routesMu)
+	started bool            // whether checker runs (serialised by the server's route rebuilds)
 	checks  web.Counters[string]
 	latency sync.Map // pathway → *web.Histogram of its checks' durations
 
 	mu      sync.Mutex // guards changes
-	changes []EdgeChange
+	changes []view.EdgeChange
 
 	// qoe is the pool's steering by what players report, nil for none
 	// (or for the per-client rule alone); replaced by a reload that
 	// changes its settings.
-	qoe  atomic.Pointer[qoewatch.Watch]
+	qoe  atomic.Pointer[watched]
 	away qoewatch.Away
 	// unread counts the steering requests' report values that do not
 	// count, by reason (issue 26 item 3).
 	unread qoewatch.Unread
 
-	limited budget.Counts // requests over budget (steerlimit.go)
+	limited budget.Counts // requests over budget
+}
+
+// watched is a pool's QoE watch and the aggregator it was made over.
+type watched struct {
+	agg *qoe.Aggregator
+	w   *qoewatch.Watch
 }
 
 // poolRoute is what a steering request needs of a pool's configuration.
@@ -89,22 +75,56 @@ type poolRoute struct {
 // maxChanges is how many of its latest changes a pool keeps for the view.
 const maxChanges = 64
 
-// poolLoadsID is a pool's key in the table of loads: apart from every
-// room id, which is a digest of a descriptor (COMPANION §4).
-func poolLoadsID(name string) sig.Hash {
+// LoadsID is a pool's key in the table of loads: apart from every room
+// id, which is a digest of a descriptor (COMPANION §4).
+func LoadsID(name string) sig.Hash {
 	return sha256.Sum256([]byte("waisteer pool\x00" + name))
 }
 
-func (ph *poolHub) Label() string {
+// Label names the pool in messages: "pool <name>", "pool [steering]".
+func (ph *Steerer) Label() string {
 	if ph.name == "" {
 		return "pool [steering]"
 	}
 	return "pool " + ph.name
 }
 
-func (ph *poolHub) ReadsHost() bool { return true }
+// ReadsHost says that a pool's answer depends on the Host the request
+// reached (its RELOAD-URI), which the fasthttp path then copies.
+func (ph *Steerer) ReadsHost() bool { return true }
 
-func (ph *poolHub) logName() string {
+// Name is the pool's name, "" for [steering].
+func (ph *Steerer) Name() string { return ph.name }
+
+// Path is the pool's steering path, as it stands after reloads.
+func (ph *Steerer) Path() string { return ph.route.Load().path }
+
+// CohortHeader is the header a request's cohort is read from, "" for none.
+func (ph *Steerer) CohortHeader() string { return ph.route.Load().cohortHeader }
+
+// Pool is the pool's rule and state.
+func (ph *Steerer) Pool() *pool.Pool { return ph.p }
+
+// Watch is the pool's QoE watch, nil while it steers by none.
+func (ph *Steerer) Watch() *qoewatch.Watch {
+	if w := ph.qoe.Load(); w != nil {
+		return w.w
+	}
+	return nil
+}
+
+// Unread is the pool's counts of report values that do not count.
+func (ph *Steerer) Unread() *qoewatch.Unread { return &ph.unread }
+
+// Limited is the pool's counts of requests over budget, by reason and
+// answer.
+func (ph *Steerer) Limited() *budget.Counts { return &ph.limited }
+
+// SweepAway forgets the clients the per-client rule keeps away once their
+// time is up at now.
+func (ph *Steerer) SweepAway(now time.Time) { ph.away.Sweep(now) }
+
+func (ph *Steerer) logName() string {
 	if ph.name == "" {
 		return "steering"
 	}
@@ -119,14 +139,14 @@ func newPoolRoute(c pool.Config) *poolRoute {
 	return rt
 }
 
-// openPool makes the hub of a configured pool, with its checker made and
+// open makes the steerer of a configured pool, with its checker made and
 // not started.
-func (s *Server) openPool(c pool.Config, key [16]byte) (*poolHub, error) {
+func open(d *Deps, c pool.Config, key [16]byte) (*Steerer, error) {
 	p, err := pool.New(c, key)
 	if err != nil {
 		return nil, err
 	}
-	ph := &poolHub{s: s, p: p, name: c.Name, id: poolLoadsID(c.Name)}
+	ph := &Steerer{d: d, p: p, name: c.Name, id: LoadsID(c.Name)}
 	ph.route.Store(newPoolRoute(c))
 	if err := ph.check(c); err != nil {
 		return nil, err
@@ -140,8 +160,8 @@ func (s *Server) openPool(c pool.Config, key [16]byte) (*poolHub, error) {
 // watch makes the pool's QoE watch for c, or keeps the one it has when
 // c's aggregator settings are its own (a reload that changes other keys
 // keeps the figures and moves); nil when c has no cohort rule.
-func (ph *poolHub) watch(c pool.Config) error {
-	if w := ph.qoe.Load(); w != nil && c.QoE != nil && w.Agg.Config() == c.QoE.Config {
+func (ph *Steerer) watch(c pool.Config) error {
+	if w := ph.qoe.Load(); w != nil && c.QoE != nil && w.agg.Config() == c.QoE.Config {
 		return nil
 	}
 	agg, err := c.Aggregator()
@@ -156,21 +176,24 @@ func (ph *poolHub) watch(c pool.Config) error {
 	// A new aggregator's figures start empty: its settings' moves start
 	// afresh.
 	ph.p.SetBehind(nil)
-	ph.qoe.Store(qoewatch.New(agg, ph.Label(), ph.p.SetBehind))
+	ph.qoe.Store(&watched{agg: agg, w: qoewatch.New(agg, ph.Label(), ph.p.SetBehind)})
 	return nil
 }
 
-func (ph *poolHub) ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string) {
+// ReportsTo is where a CMCD event report posted to the pool's route goes:
+// its QoE watch (nil when it steers by none), its pathways and the
+// request's cohort.
+func (ph *Steerer) ReportsTo(r *http.Request) (*qoewatch.Watch, []string, string) {
 	rt := ph.route.Load()
 	w := ph.qoe.Load()
 	if w == nil {
 		return nil, nil, ""
 	}
-	return w, rt.ids, ph.p.CohortOf(&pool.Request{RawQuery: r.URL.RawQuery, Cohort: cohortHeaderOf(r, rt.cohortHeader)})
+	return w.w, rt.ids, ph.p.CohortOf(&pool.Request{RawQuery: r.URL.RawQuery, Cohort: cohortHeaderOf(r, rt.cohortHeader)})
 }
 
 // check makes or updates the pool's checker for c's edges.
-func (ph *poolHub) check(c pool.Config) error {
+func (ph *Steerer) check(c pool.Config) error {
 	st, targets := poolChecks(c)
 	if ph.checker != nil {
 		return ph.checker.Update(st, targets)
@@ -183,7 +206,7 @@ func (ph *poolHub) check(c pool.Config) error {
 	ch, err := health.New(st, targets, health.Options{
 		OnChange: ph.healthChanged,
 		OnCheck:  ph.checked,
-		Logger:   ph.s.log.With("pool", ph.logName()),
+		Logger:   ph.d.Log.With("pool", ph.logName()),
 	})
 	if err != nil {
 		return err
@@ -204,7 +227,7 @@ func poolChecks(c pool.Config) (health.Settings, []health.Target) {
 }
 
 // healthChanged takes an edge out of the pool's orders or puts it back.
-func (ph *poolHub) healthChanged(c health.Change) {
+func (ph *Steerer) healthChanged(c health.Change) {
 	ph.p.SetUp(c.Name, c.Up)
 	what, detail := "up", ""
 	if !c.Up {
@@ -214,7 +237,7 @@ func (ph *poolHub) healthChanged(c health.Change) {
 }
 
 // checked counts a check for the metrics.
-func (ph *poolHub) checked(name string, o health.Outcome, d time.Duration) {
+func (ph *Steerer) checked(name string, o health.Outcome, d time.Duration) {
 	ph.checks.Add(name + "\x00" + string(o))
 	v, ok := ph.latency.Load(name)
 	if !ok {
@@ -225,10 +248,10 @@ func (ph *poolHub) checked(name string, o health.Outcome, d time.Duration) {
 
 // note records a change for the operator's view; the checker and the
 // operator's routes log it.
-func (ph *poolHub) note(pathway, what, detail string) {
+func (ph *Steerer) note(pathway, what, detail string) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	ph.changes = append(ph.changes, EdgeChange{At: time.Now().UTC(), Pathway: pathway, What: what, Detail: detail})
+	ph.changes = append(ph.changes, view.EdgeChange{At: time.Now().UTC(), Pathway: pathway, What: what, Detail: detail})
 	if n := len(ph.changes); n > maxChanges {
 		ph.changes = append(ph.changes[:0], ph.changes[n-maxChanges:]...)
 	}
@@ -253,10 +276,10 @@ var poolSteerings = sync.Pool{New: func() any {
 // its TTL and the grace have passed (the table of loads, as a room's).
 func (x *poolSteering) decide([]uint32, uint64) (int, uint64, error) { return x.first, x.expires, nil }
 
-// serveSteer answers a GET of the pool's route with the session's
+// ServeSteer answers a GET of the pool's route with the session's
 // manifest (the station seed's route): 404 while the pool has no edges,
 // which the seed calls steering off; never 410 or 429 (players.md).
-func (ph *poolHub) ServeSteer(w http.ResponseWriter, r *http.Request) {
+func (ph *Steerer) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	if !answer.Steerable(w, r) {
 		return
 	}
@@ -276,16 +299,16 @@ func (ph *poolHub) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	x.req.RawQuery = r.URL.RawQuery
 	x.req.Cohort = cohortHeaderOf(r, rt.cohortHeader)
 	x.req.Base = requestBase(r)
-	if l := ph.s.limits; l != nil {
+	if l := ph.d.Budgets; l != nil {
 		_, has := ph.p.SessionOf(&x.req)
-		if why := l.Admit(ph.s.clientAddr(r), !has, ph.s.limitNow()); why != "" {
+		if why := l.Admit(budget.Client(ph.d.Proxies, r), !has, time.UnixMicro(int64(ph.d.Clock()))); why != "" {
 			ph.overBudget(w, rt, &x.req, rep, why, has)
 			x.req = pool.Request{}
 			poolSteerings.Put(x)
 			return
 		}
 	}
-	now := ph.s.clock()
+	now := ph.d.Clock()
 	var at time.Time
 	if rt.qoe != nil {
 		at = time.UnixMicro(int64(now))
@@ -294,17 +317,36 @@ func (ph *poolHub) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	mb := answer.Buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
 	if w := ph.qoe.Load(); w != nil && rep.Present&report.HasPathway != 0 {
-		w.AddReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(ph.s.clientAddr(r)), at)
+		w.w.AddReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(budget.Client(ph.d.Proxies, r)), at)
 	}
 	x.first = first
-	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.s.grace
-	if err := ph.s.loads.Steer(r.Context(), ph.id, len(rt.ids), report.Session(session), now, x.rule); err != nil {
+	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.d.Grace
+	if err := ph.d.Loads.Steer(r.Context(), ph.id, len(rt.ids), report.Session(session), now, x.rule); err != nil {
 		// The count of live sessions is the operator's view; the
 		// player's manifest does not depend on it.
-		ph.s.log.Warn("counting a pool's session", "pool", ph.logName(), "err", err)
+		ph.d.Log.Warn("counting a pool's session", "pool", ph.logName(), "err", err)
 	}
 	x.req = pool.Request{}
 	poolSteerings.Put(x)
+	answer.Manifest(w, answer.HeaderJSON, nil, m, mb)
+}
+
+// overBudget answers a pool's steering request that is over budget (why):
+// with a session the pool minted (hasSession), the manifest the pool
+// orders for it, with neither its report nor its session counted; else
+// 503.
+func (ph *Steerer) overBudget(w http.ResponseWriter, rt *poolRoute, req *pool.Request, rep report.Report, why string, hasSession bool) {
+	if !hasSession {
+		ph.limited.Note(why, budget.Refused)
+		budget.Refuse(w, uint32(rt.ttl))
+		return
+	}
+	ph.limited.Note(why, budget.Replayed)
+	if rt.qoe != nil {
+		req.Away = ph.awayOf(rt, req, rep, time.UnixMicro(int64(ph.d.Clock())))
+	}
+	mb := answer.Buffers.Get().(*[]byte)
+	m, _, _ := ph.p.Steer((*mb)[:0], req)
 	answer.Manifest(w, answer.HeaderJSON, nil, m, mb)
 }
 
@@ -317,7 +359,7 @@ func (ph *poolHub) ServeSteer(w http.ResponseWriter, r *http.Request) {
 // swap the pathway it is kept from. A throughput of 0 is no measurement
 // (a player that timed nothing, as dash.js's CMCD mtp before its first
 // segment), and moves no one.
-func (ph *poolHub) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, at time.Time) string {
+func (ph *Steerer) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, at time.Time) string {
 	below := rt.qoe.Lowest > 0 && rep.Present&report.HasPathway != 0 && rep.Present&report.HasThroughput != 0 &&
 		int(rep.Pathway) < len(rt.ids) && rep.Throughput > 0 && qoe.BelowLowest(rep.Throughput, rt.qoe.Lowest)
 	if !below && ph.away.Empty() {
@@ -353,47 +395,18 @@ func requestBase(r *http.Request) string {
 	return "http://" + r.Host
 }
 
-// poolsSorted lists the pools by name ("" first).
-func (s *Server) poolsSorted() []*poolHub {
-	s.poolsMu.Lock()
-	defer s.poolsMu.Unlock()
-	out := make([]*poolHub, len(s.pools))
-	copy(out, s.pools)
-	return out
-}
-
-// startPools starts every pool's checker.
-func (s *Server) startPools(ctx context.Context) {
-	for _, ph := range s.poolsSorted() {
-		if ph.checker != nil {
-			ph.checker.Start(ctx)
-			ph.started = true
-		}
+// cohortHeaderOf is the first value of a cohort header, "" for none.
+func cohortHeaderOf(r *http.Request, name string) string {
+	if name == "" {
+		return ""
 	}
-}
-
-func (s *Server) stopPools() {
-	for _, ph := range s.poolsSorted() {
-		if ph.checker != nil {
-			ph.checker.Stop()
-		}
+	if v := r.Header[name]; len(v) > 0 {
+		return v[0]
 	}
+	return ""
 }
 
-// poolKey is the secret a pool's sessions are made with: one for every
-// pool, in the store, so that a session outlives a restart and is known to
-// every server on the store.
-func (s *Server) poolKey(ctx context.Context) ([16]byte, error) {
-	var k [16]byte
-	b, err := s.st.Secret(ctx, "pool-sessions", len(k))
-	if err != nil {
-		return k, fmt.Errorf("the pools' session secret: %w", err)
-	}
-	copy(k[:], b)
-	return k, nil
-}
-
-// logPool logs at level with the pool's name.
-func (ph *poolHub) log(level slog.Level, msg string, args ...any) {
-	ph.s.log.Log(context.Background(), level, msg, append([]any{"pool", ph.logName()}, args...)...)
+// log logs at level with the pool's name.
+func (ph *Steerer) log(level slog.Level, msg string, args ...any) {
+	ph.d.Log.Log(context.Background(), level, msg, append([]any{"pool", ph.logName()}, args...)...)
 }
