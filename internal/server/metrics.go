@@ -73,7 +73,6 @@ type metrics struct {
 	commitBatch    *web.Histogram
 	commitLatency  *web.Histogram
 	commitFailures atomic.Uint64
-	feedFailures   atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
 }
 
 func newMetrics() *metrics {
@@ -135,8 +134,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	m.commitLatency.Write(&b, "waisteer_commit_duration_seconds", "")
 	b.WriteString("# HELP waisteer_commit_failures_total Group commits the store refused.\n# TYPE waisteer_commit_failures_total counter\n")
 	fmt.Fprintf(&b, "waisteer_commit_failures_total %d\n", m.commitFailures.Load())
-	b.WriteString("# HELP waisteer_feed_failures_total Times following the other servers' writes on a shared store failed and was retried.\n# TYPE waisteer_feed_failures_total counter\n")
-	fmt.Fprintf(&b, "waisteer_feed_failures_total %d\n", m.feedFailures.Load())
+	s.follower.WriteMetrics(&b)
 	up, outages := s.storeUp()
 	b.WriteString("# HELP waisteer_store_up 1 while the store answers, 0 while it cannot be reached.\n# TYPE waisteer_store_up gauge\n")
 	upValue := 0

@@ -17,6 +17,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/dashboard"
+	"github.com/waisteer/waisteer/internal/follow"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/limit"
@@ -132,6 +133,8 @@ type Server struct {
 
 	fails *web.StoreFailures // the store's failures, told to clients and logged
 
+	follower *follow.Follower // the other servers' writes on a shared store
+
 	closing atomic.Bool
 	bgCtx   context.Context // the background work's, ended by Close
 	stop    context.CancelFunc
@@ -169,6 +172,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		s.log = slog.Default()
 	}
 	s.fails = web.NewStoreFailures(st, s.log)
+	s.follower = follow.New(followRooms{s}, st, s.log)
 	if s.name = cfg.Name; s.name == "" {
 		host, _ := os.Hostname()
 		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
@@ -329,11 +333,11 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		go func() {
 			defer s.bg.Done()
 			// A panic in applying a batch is retried as the store's error
-			// is (follow); one in the store's own reading starts the
+			// is (follow.Follower.Follow); one in the store's own reading starts the
 			// follower again from the start, after a pause: what comes
 			// again is known already.
 			for bg.Err() == nil {
-				if guard.Do(s.log, "follow", func() { s.follow(bg, feed, feedAt) }) != nil {
+				if guard.Do(s.log, "follow", func() { s.follower.Follow(bg, feed, feedAt) }) != nil {
 					select {
 					case <-bg.Done():
 					case <-time.After(followPanicPause):
