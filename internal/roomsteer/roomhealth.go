@@ -269,3 +269,7 @@ func (h *Room) OperatorPolicy() *policy.Policy {
 	defer h.opMu.Unlock()
 	return h.base
 }
+
+// BasePolicy is the operator's policy of the room, read while Hold is
+// held (OperatorPolicy takes the hold itself).
+func (h *Room) BasePolicy() *policy.Policy { return h.base }

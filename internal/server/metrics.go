@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/waisteer/waisteer/internal/api"
@@ -66,8 +65,6 @@ func routeNamed(name string) (route, bool) {
 type metrics struct {
 	requests [routeCount]web.Counters[int] // by status
 	latency  [routeCount]*web.Histogram
-
-	feedFailures atomic.Uint64 // the follower's lost connections to a shared store (follow.go)
 }
 
 func newMetrics() *metrics {
@@ -121,8 +118,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		m.latency[rt].Write(&b, "waisteer_http_request_duration_seconds", fmt.Sprintf("route=%q", routeNames[rt]))
 	}
 	s.commits.WriteMetrics(&b)
-	b.WriteString("# HELP waisteer_feed_failures_total Times following the other servers' writes on a shared store failed and was retried.\n# TYPE waisteer_feed_failures_total counter\n")
-	fmt.Fprintf(&b, "waisteer_feed_failures_total %d\n", m.feedFailures.Load())
+	s.follower.WriteMetrics(&b)
 	up, outages := s.storeUp()
 	b.WriteString("# HELP waisteer_store_up 1 while the store answers, 0 while it cannot be reached.\n# TYPE waisteer_store_up gauge\n")
 	upValue := 0

@@ -21,6 +21,7 @@ import (
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/dashboard"
+	"github.com/waisteer/waisteer/internal/follow"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/limit"
@@ -122,6 +123,8 @@ type Server struct {
 
 	fails *web.StoreFailures // the store's failures, told to clients and logged
 
+	follower *follow.Follower // the other servers' writes on a shared store
+
 	closing atomic.Bool
 	bgCtx   context.Context // the background work's, ended by Close
 	stop    context.CancelFunc
@@ -164,6 +167,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.commits = commit.NewDecisions(st, s.log)
 	s.records = commit.NewRecords(st, s.log)
 	s.audit = audit.New(audit.Deps{Store: st, Rooms: auditRooms{s}, Policies: &s.policies, Fails: s.fails, Log: s.log})
+	s.follower = follow.New(followRooms{s}, st, s.log)
 	if s.name = cfg.Name; s.name == "" {
 		host, _ := os.Hostname()
 		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
@@ -297,11 +301,11 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 		go func() {
 			defer s.bg.Done()
 			// A panic in applying a batch is retried as the store's error
-			// is (follow); one in the store's own reading starts the
+			// is (follow.Follower.Follow); one in the store's own reading starts the
 			// follower again from the start, after a pause: what comes
 			// again is known already.
 			for bg.Err() == nil {
-				if guard.Do(s.log, "follow", func() { s.follow(bg, feed, feedAt) }) != nil {
+				if guard.Do(s.log, "follow", func() { s.follower.Follow(bg, feed, feedAt) }) != nil {
 					select {
 					case <-bg.Done():
 					case <-time.After(followPanicPause):
