@@ -174,7 +174,7 @@ func (c *Decisions) Run() {
 // error, or the panic recovered in writing it (guard), which fails the
 // group as a store's error does.
 func (c *Decisions) write(group []*Job) {
-	err := guard.Try(c.log, "Decisions", func() error { return c.put(group) })
+	err := guard.Try(c.log, "committer", func() error { return c.put(group) })
 	// One line per change of state, not per group (issue 26 item 6): a
 	// store that logs its own outages (store.Health) has said why.
 	if was := c.failing.Swap(err != nil); was != (err != nil) {
