@@ -2,7 +2,7 @@
 // pool's alike: the headers every answer shares, the checks every steering
 // request passes (§4: a GET, a target of bounded length), the CORS
 // preflight, and a manifest written from a pooled buffer. It decides
-// nothing.
+// nothing, and imports no steerer nor the server.
 package answer
 
 import (

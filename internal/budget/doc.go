@@ -26,5 +26,7 @@
 //
 // It owns the tables of buckets (Budgets), the refusal (Refuse), the counts
 // and a table of each session's latest answer (Latest); what a replayed
-// answer is, the steerer that made it knows.
+// answer is, the steerer that made it knows. It is a part the steerers
+// (roomsteer, poolsteer) are made of, below them: it imports none of them,
+// nor the server.
 package budget

@@ -2,7 +2,9 @@
 // decisions of the steering requests (Decisions), one durable write for
 // every decision that waits, and the records of the hops' POSTs (Records).
 // It owns the groups, their patience and their metrics, and knows nothing
-// of rooms, pools or routes: a steerer hands it a Job and waits.
+// of rooms, pools or routes: a steerer hands it a Job and waits. The
+// server makes, runs and closes them; it imports no steerer nor the
+// server.
 package commit
 
 import (

@@ -5,5 +5,8 @@
 // applied by the steerer (a pool's orders, a room's overlay policy); the
 // clients a pool's per-client rule keeps away (Away); and the counts of
 // report values that do not count (Unread). It knows no room, pool or
-// route: the steerer hands it its pathways, cohort and client.
+// route: the steerer hands it its pathways, cohort and client. It is a
+// part the steerers (roomsteer, poolsteer) are made of, below them, and
+// imports none of them, nor the server, which evaluates the watches every
+// second and writes their metrics.
 package qoewatch

@@ -9,14 +9,14 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/health"
-	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/overlay"
 	"github.com/waisteer/waisteer/policy"
 )
 
 // Checks are the health checks of an energy room's pathways (issue 12
 // item 8): while a pathway's checks fail, the room steers by a policy its
 // steering key signs, the operator's but for that pathway's latency_ms,
-// above the ceiling (OverlayPolicy), so that §6.1 keeps the pathway outside
+// above the ceiling (overlay.Policy), so that §6.1 keeps the pathway outside
 // the limits for every client, one that reports it as its current pathway
 // included (issue 26 item 4), and every decision still verifies (§9); once
 // it passes again, by the operator's own policy.
@@ -121,56 +121,9 @@ func (h *Room) runOverlay(ctx context.Context) {
 }
 
 // healthPolicy is the policy the room steers by under base while the
-// pathways down are down: OverlayPolicy, signed by the room's steering key.
+// pathways down are down: overlay.Policy, signed by the room's steering key.
 func (h *Room) healthPolicy(base *policy.Policy, down map[string]bool) (*policy.Policy, error) {
-	return OverlayPolicy(base, down, h.key)
-}
-
-// unreachableMs is the latency_ms an overlay policy states for a pathway
-// down: 2^32 − 1 ms, the latency of a pathway that never answers.
-const unreachableMs = 1<<32 - 1
-
-// OverlayPolicy is the policy a room steers by under the operator's policy
-// base while the pathways down are down (health checks, QoE): base with
-// each of them stated at latency_ms 2^32 − 1, above latency_ceiling_ms,
-// and signed by k (issue 26 item 4). §6.1's latency limit holds for every
-// client alike, where its capacity limit lets in the client's current
-// pathway at a load of 0 even at a capacity of 0: so a pathway down is
-// within the limits for no client, and no step of §6.4 but 3 (none) can
-// put it first. When base's ceiling is 2^32 − 1, which no latency passes,
-// the overlay's is 2^32 − 2 and any pathway stated at 2^32 − 1 is stated at
-// 2^32 − 2, so that each pathway up keeps its standing. A pathway down
-// already outside base's latency or quality limit is left as it is, and
-// base itself is returned when every pathway down is. Capacities, shares
-// and all else are the operator's. Signing is deterministic (RFC 8032):
-// the same base and the same pathways down give the same bytes and digest
-// on every server.
-func OverlayPolicy(base *policy.Policy, down map[string]bool, k sig.PrivateKey) (*policy.Policy, error) {
-	var out []int
-	for i, pw := range base.Pathways {
-		if down[pw.ID] && pw.LatencyMs <= base.LatencyCeilingMs && pw.TopTier >= base.Floor {
-			out = append(out, i)
-		}
-	}
-	if len(out) == 0 {
-		return base, nil
-	}
-	p := *base
-	p.Pathways = slices.Clone(base.Pathways)
-	if p.LatencyCeilingMs == unreachableMs {
-		p.LatencyCeilingMs = unreachableMs - 1
-		for i := range p.Pathways {
-			p.Pathways[i].LatencyMs = min(p.Pathways[i].LatencyMs, p.LatencyCeilingMs)
-		}
-	}
-	for _, i := range out {
-		p.Pathways[i].LatencyMs = unreachableMs
-	}
-	raw, err := policy.Sign(&p, k)
-	if err != nil {
-		return nil, err
-	}
-	return policy.Parse(raw)
+	return overlay.Policy(base, down, h.key)
 }
 
 // install makes base the room's operator policy and steers by the policy
@@ -236,22 +189,11 @@ func (h *Room) install(ctx context.Context, base *policy.Policy, persist bool) (
 	}
 	if eff != base {
 		h.d.Log.Warn("steering by the health policy: pathways down are past the latency ceiling", "room", h.id.String(),
-			"policy", st.digest.String(), "operator_policy", base.Digest().String(), "down", downList(base, down))
+			"policy", st.digest.String(), "operator_policy", base.Digest().String(), "down", overlay.List(base, down))
 	} else if cur.digest != st.digest {
 		h.d.Log.Info("steering by the operator's policy", "room", h.id.String(), "policy", st.digest.String(), "previous", cur.digest.String())
 	}
 	return cur, st, nil
-}
-
-// downList is the pathways of p that are down, in p's order.
-func downList(p *policy.Policy, down map[string]bool) []string {
-	var out []string
-	for _, pw := range p.Pathways {
-		if down[pw.ID] {
-			out = append(out, pw.ID)
-		}
-	}
-	return out
 }
 
 // pathwayHealth is a pathway's health, and false for a pathway with no

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/overlay"
 	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
@@ -14,7 +15,7 @@ import (
 // pathway its players report degrading is kept out of the limits exactly
 // as a pathway whose health checks fail (roomhealth.go): the room steers
 // by a policy its steering key signs, the operator's but for that
-// pathway's latency_ms, above the ceiling (OverlayPolicy), so that it is
+// pathway's latency_ms, above the ceiling (overlay.Policy), so that it is
 // first for no client, one reporting it as current included (issue 26
 // item 4), and every decision still verifies (§9). The per-client rule has
 // no place in a room: a decision's order is §6's.
@@ -46,7 +47,7 @@ func (h *Room) openQoE(c *qoe.Config) error {
 	return nil
 }
 
-// qoeDown adds to down the pathways the QoE moved off (QoEDown).
+// qoeDown adds to down the pathways the QoE moved off (overlay.WithDegraded).
 func (h *Room) qoeDown(base *policy.Policy, down map[string]bool) map[string]bool {
 	if h.qoe == nil {
 		return down
@@ -54,41 +55,7 @@ func (h *Room) qoeDown(base *policy.Policy, down map[string]bool) map[string]boo
 	h.qoeMu.Lock()
 	degraded := slices.Clone(h.degraded)
 	h.qoeMu.Unlock()
-	return QoEDown(base, down, degraded)
-}
-
-// QoEDown adds to down the pathways degraded, unless that would leave the
-// room no pathway outside down that the operator's policy base lets be
-// first (mayLead): a room whose every pathway degrades steers by its
-// other limits, not by none.
-func QoEDown(base *policy.Policy, down map[string]bool, degraded []string) map[string]bool {
-	if len(degraded) == 0 {
-		return down
-	}
-	left := false
-	for _, pw := range base.Pathways {
-		if mayLead(base, &pw) && !down[pw.ID] && !slices.Contains(degraded, pw.ID) {
-			left = true
-		}
-	}
-	if !left {
-		return down
-	}
-	out := make(map[string]bool, len(down)+len(degraded))
-	for id := range down {
-		out[id] = true
-	}
-	for _, id := range degraded {
-		out[id] = true
-	}
-	return out
-}
-
-// mayLead reports whether pw can be within the limits of p (§6.1) for a
-// client whose current pathway it is not: its latency is at most the
-// ceiling, it carries the floor tier, and its capacity is not 0.
-func mayLead(p *policy.Policy, pw *policy.Pathway) bool {
-	return pw.LatencyMs <= p.LatencyCeilingMs && pw.TopTier >= p.Floor && pw.Capacity != 0
+	return overlay.WithDegraded(base, down, degraded)
 }
 
 // ReportsTo is where a CMCD event report posted to the room's steering

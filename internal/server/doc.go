@@ -1,25 +1,32 @@
 // Package server is the steering server of the energy-aware steering
-// extension over HTTP: it answers players' steering requests with steering
-// manifests (§4 to §8.1), takes hops' per-hop records (COMPANION §5),
-// serves auditors every signed byte a decision needs to be verified (§8.4,
-// §9.1), and lets the operator replace a room's policy and key log head.
+// extension over HTTP. It composes the capabilities and keeps only what
+// every route shares: the route table (routes.go) and the one set of routes
+// (newMux), operator auth (operator.go), the body limit, the metrics'
+// registry (metrics.go), the group commits' lifecycle, and start, reload
+// and close (lifecycle.go). New reads as the list of capabilities it
+// composes:
 //
-// Beside energy rooms it steers pools (internal/pool): health-checked,
-// weighted edges, unsigned, as the station seed runs them. A room and a pool
-// differ only in how a steering route's GET is answered (the steerer
-// interface); the routes, preflight, sessions, metrics, logs and operator
-// token are the same. A room's pathways may be health-checked too
-// (roomsteer.Checks): while one is down the room steers by a policy its steering
-// key signs with that pathway's latency past the ceiling (overlayPolicy), so
-// that it is first for no client, one reporting it as current included.
+//   - energy rooms (internal/roomsteer): players' steering requests
+//     answered with signed manifests (§4 to §8.1), hops' records (COMPANION
+//     §5), the operator's policy and key log head, a room's health and QoE
+//     overlays (internal/overlay);
+//   - pools (internal/poolsteer): health-checked, weighted edges, unsigned,
+//     as the station seed runs them, and their operator routes;
+//   - the auditors' routes and each room's log (internal/audit);
+//   - the front (internal/front): playlists as served, and players that
+//     cannot steer (front.go is its glue);
+//   - the dashboard (internal/dashboard);
+//   - the follower of other servers on a shared store (internal/follow);
+//   - the fasthttp engine (internal/fastserve).
 //
-// Either may steer by what its players report (issue 17, report/qoe): each
-// steering request's report, and each CMCD v2 event report POSTed to the
-// steering route (reports.go), feeds the steerer's aggregator, which the
-// server evaluates every second (qoe.go). A pool puts a cohort's degraded
-// pathways behind the others and applies the per-client rule; a room keeps a
-// degraded pathway outside the limits by the same overlay policy as a
-// pathway down (roomqoe.go).
+// A room and a pool differ only in how a steering route is answered (the
+// steerer interface): the route table finds the steerer, and the steerer
+// goes down to its rule and the store; no capability calls back into the
+// server on that path. What a capability needs of the server it declares
+// in its own package (a Deps struct, a small interface), and the server's
+// glue files (*glue.go) implement it. Either steerer may steer by what its
+// players report (internal/qoewatch), which the server evaluates every
+// second (qoe.go).
 //
 // # Routes
 //

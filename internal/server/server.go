@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,37 +142,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	if st == nil || loads == nil {
 		return nil, errors.New("server: a store and a table of loads are required")
 	}
-	s := &Server{
-		st:       st,
-		loads:    loads,
-		log:      cfg.Logger,
-		clock:    cfg.Clock,
-		grace:    uint64(cmpOr(cfg.SessionGrace, DefaultSessionGrace) / time.Microsecond),
-		token:    []byte(cfg.OperatorToken),
-		retain:   uint64(max(cfg.Retention, 0) / time.Microsecond),
-		hubs:     map[sig.Hash]*roomsteer.Room{},
-		archived: map[sig.Hash]store.Room{},
-		metrics:  newMetrics(),
-		limits:   budget.New(cfg.Limits),
-		proxies:  cfg.Limits.TrustedProxies,
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	s.fails = web.NewStoreFailures(st, s.log)
-	// The rooms are given the group commits when they open; they run
-	// once the server is ready.
-	s.commits = commit.NewDecisions(st, s.log)
-	s.records = commit.NewRecords(st, s.log)
-	s.audit = audit.New(audit.Deps{Store: st, Rooms: auditRooms{s}, Policies: &s.policies, Fails: s.fails, Log: s.log})
-	s.follower = follow.New(followRooms{s}, st, s.log)
-	if s.name = cfg.Name; s.name == "" {
-		host, _ := os.Hostname()
-		s.name = fmt.Sprintf("%s/%d", host, os.Getpid())
-	}
-	if s.clock == nil {
-		s.clock = func() uint64 { return uint64(time.Now().UnixMicro()) }
-	}
+	s := newServer(cfg, st, loads)
 	// A shared store's feed is followed from before its state is read:
 	// what is written meanwhile comes again, and is known already.
 	feed, shared := st.(store.Feed)
@@ -185,46 +153,17 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			return nil, fmt.Errorf("server: reading the shared store's feed: %w", err)
 		}
 	}
-	stored, err := st.Rooms(ctx)
+	// What the group commits, the audit and the follower need is made
+	// first: the rooms are given them as they open.
+	s.commits = commit.NewDecisions(st, s.log)
+	s.records = commit.NewRecords(st, s.log)
+	s.audit = audit.New(audit.Deps{Store: st, Rooms: auditRooms{s}, Policies: &s.policies, Fails: s.fails, Log: s.log})
+	s.follower = follow.New(followRooms{s}, st, s.log)
+
+	// The capabilities, each checked before anything is stored or used.
+	hubs, err := s.openRooms(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("server: reading the store's rooms: %w", err)
-	}
-	byID := map[sig.Hash]store.Room{}
-	for _, r := range stored {
-		byID[r.ID] = r
-	}
-	// Everything is checked before anything is stored or used.
-	var hubs []*roomsteer.Room
-	for i, rc := range cfg.Rooms {
-		h, err := roomsteer.Open(ctx, rc, byID, s.roomDeps())
-		if err != nil {
-			return nil, fmt.Errorf("server: room %d: %w", i, err)
-		}
-		if _, dup := s.hubs[h.ID()]; dup {
-			return nil, fmt.Errorf("server: room %d: room %s is configured twice", i, h.ID())
-		}
-		s.hubs[h.ID()] = h
-		hubs = append(hubs, h)
-	}
-	if !cfg.KeepForeignRooms {
-		var foreign []string
-		for _, r := range stored {
-			if _, ok := s.hubs[r.ID]; !ok {
-				foreign = append(foreign, r.ID.String())
-			}
-		}
-		if n := len(foreign); n > 0 {
-			if n > 10 {
-				foreign = append(foreign[:10], fmt.Sprintf("and %d more", n-10))
-			}
-			return nil, fmt.Errorf("server: the store holds rooms this configuration does not name: %s; set keep_foreign_rooms = true in [store] to serve beside them", strings.Join(foreign, ", "))
-		}
-	}
-	var known []string
-	for _, h := range hubs {
-		if d := h.SupersededDecisions(); d != "" {
-			known = append(known, d)
-		}
+		return nil, err
 	}
 	if s.pools, err = poolsteer.New(ctx, s.poolDeps(), cfg.Pools); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -232,6 +171,12 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	if cfg.Front != nil {
 		if s.front, err = s.openFront(cfg.Front); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	var known []string // decision prefixes of policies superseded at the start
+	for _, h := range hubs {
+		if d := h.SupersededDecisions(); d != "" {
+			known = append(known, d)
 		}
 	}
 	rt, err := buildRoutes(hubs, s.pools.Sorted(), nil, nil, known)
@@ -243,113 +188,49 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			return nil, fmt.Errorf("server: room %s: %w", h.ID(), err)
 		}
 	}
-	// A table of loads in memory starts empty: it reads on from the
-	// latest decision logged, and its live sessions are counted again from
-	// the rooms' logs beside steering (restore.go), so that a restart
-	// keeps §6.1's capacities and the loads an audit recounts.
-	memLoads, _ := loads.(*store.MemLoads)
-	resumed := make([]roomsteer.Logged, len(hubs))
-	for i, h := range hubs {
-		if memLoads == nil {
-			h.MarkRestored() // a shared table keeps its sessions
-			continue
-		}
-		var err error
-		if resumed[i], err = h.ResumeLoads(ctx, memLoads); err != nil {
-			return nil, fmt.Errorf("server: room %s's log: %w", h.ID(), err)
-		}
-	}
-	for id, r := range byID {
-		if _, ok := s.hubs[id]; !ok {
-			s.archived[id] = r
-		}
+	restore, err := s.resumeRooms(ctx, hubs)
+	if err != nil {
+		return nil, err
 	}
 	s.routes.Store(rt)
 	s.dash = s.newDashboard()
 	s.mux = s.newMux()
 
+	// The background work, each loop guarded, until Close.
 	bg, stop := context.WithCancel(context.Background())
 	s.bgCtx, s.stop = bg, stop
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.commits.Run() }()
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.records.Run() }()
-	for i, h := range hubs {
-		if memLoads == nil {
-			continue
-		}
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			began := time.Now()
-			var n int
-			err := guard.Try(s.log, "restore", func() (err error) {
-				n, err = h.RestoreLoads(bg, memLoads, resumed[i])
-				return err
-			})
-			if err != nil && bg.Err() == nil {
-				s.log.Error("counting the live sessions again from the log", "room", h.ID().String(), "err", err, "sessions", n)
-			} else if n > 0 {
-				s.log.Info("live sessions counted again from the log", "room", h.ID().String(), "sessions", n, "took", time.Since(began).String())
-			}
-			h.MarkRestored()
-		}()
-	}
+	s.spawn(s.commits.Run)
+	s.spawn(s.records.Run)
+	restore(bg)
 	s.pools.Start(bg)
 	if shared {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			// A panic in applying a batch is retried as the store's error
-			// is (follow.Follower.Follow); one in the store's own reading starts the
-			// follower again from the start, after a pause: what comes
-			// again is known already.
-			for bg.Err() == nil {
-				if guard.Do(s.log, "follow", func() { s.follower.Follow(bg, feed, feedAt) }) != nil {
-					select {
-					case <-bg.Done():
-					case <-time.After(followPanicPause):
-					}
-				}
-			}
-		}()
+		s.spawn(func() { s.follow(bg, feed, feedAt) })
 	}
 	for _, h := range hubs {
 		if h.HasOverlay() {
-			s.bg.Add(1)
-			go func() { defer s.bg.Done(); h.RunOverlay(bg) }()
+			s.spawn(func() { h.RunOverlay(bg) })
 		}
 	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
+	s.spawn(func() {
 		guard.Do(s.log, "dashboard", func() { s.dash.Sample(bg) })
 		s.every(bg, "dashboard", dashboard.Every, s.dash.Sample)
-	}()
+	})
 	if len(s.watches()) > 0 || s.pools.Len() > 0 {
 		// Pools may gain QoE by a reload.
-		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.every(bg, "qoe", qoeEvery, s.evaluateQoE) }()
+		s.spawn(func() { s.every(bg, "qoe", qoeEvery, s.evaluateQoE) })
 	}
 	if s.limits != nil {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
+		s.spawn(func() {
 			s.every(bg, "limits", 10*time.Second, func(context.Context) { s.limits.Sweep(s.limitNow()) })
-		}()
+		})
 	}
 	if s.retain > 0 {
-		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.every(bg, "prune", time.Minute, s.prune) }()
+		s.spawn(func() { s.every(bg, "prune", time.Minute, s.prune) })
 	}
 	if sw, ok := loads.(sweeper); ok {
 		// Steer and Snapshot drop a room's expired sessions as they
 		// pass; a room no request reaches is swept here.
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			s.every(bg, "sweep", time.Minute, func(context.Context) { sw.Sweep(s.clock()) })
-		}()
+		s.spawn(func() { s.every(bg, "sweep", time.Minute, func(context.Context) { sw.Sweep(s.clock()) }) })
 	}
 	return s, nil
 }

@@ -3,7 +3,8 @@
 // manifest's RELOAD-URI (§4), and a decision is served at decision_uri
 // followed by its digest (§8.4). The host part is ignored: the server
 // answers whatever name it is reached by. It holds values only; the table
-// of every room's and pool's routes is the server's.
+// of every room's and pool's routes is the server's. It imports no
+// steerer nor the server.
 package steerroute
 
 import (
