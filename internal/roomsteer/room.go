@@ -81,7 +81,7 @@ type Room struct {
 	refused              web.Counters[string]
 
 	// latest keeps the sessions' latest manifests while the server has
-	// budgets, and limited counts the requests over them (steerlimit.go).
+	// budgets, and limited counts the requests over them (internal/budget).
 	latest  budget.Latest[latestManifest]
 	limited budget.Counts
 }

@@ -50,7 +50,7 @@ type Config struct {
 	Retention time.Duration
 	Clock     func() uint64 // room clock, µs since the Unix epoch; nil = time.Now
 	Logger    *slog.Logger  // nil = slog.Default()
-	// Limits are the steering routes' budgets (steerlimit.go); the zero
+	// Limits are the steering routes' budgets (internal/budget); the zero
 	// value, none.
 	Limits SteerLimits
 

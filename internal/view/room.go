@@ -25,7 +25,7 @@ type Status struct {
 	ReportsIgnored map[string]uint64 `json:"reports_ignored"`
 
 	// Limited counts the requests over budget, while the server has
-	// budgets (steerlimit.go).
+	// budgets (internal/budget).
 	Limited *LimitedView `json:"limited,omitempty"`
 }
 
