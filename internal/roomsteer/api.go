@@ -51,7 +51,7 @@ func (h *Room) HasOverlay() bool { return h.wake != nil }
 func (h *Room) RunOverlay(ctx context.Context) { h.runOverlay(ctx) }
 
 // MarkRestored says the room's live sessions are counted again from its
-// log (RestoreLoads), or need not be.
+// log (internal/restore), or need not be.
 func (h *Room) MarkRestored() { h.restored.Store(true) }
 
 // Publish stores what the room starts with (the room, its key log head as

@@ -17,6 +17,7 @@
 //     cannot steer (front.go is its glue);
 //   - the dashboard (internal/dashboard);
 //   - the follower of other servers on a shared store (internal/follow);
+//   - the restart's recount of live sessions (internal/restore);
 //   - the fasthttp engine (internal/fastserve).
 //
 // A room and a pool differ only in how a steering route is answered (the

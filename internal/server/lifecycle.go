@@ -10,6 +10,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/restore"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -88,12 +89,11 @@ func (s *Server) openRooms(ctx context.Context, cfg Config) ([]*roomsteer.Room, 
 }
 
 // resumeRooms has a table of loads in memory, which starts empty, read on
-// from each room's latest decision logged (roomsteer.Room.ResumeLoads),
-// and returns what counts the rooms' live sessions again from their logs
-// beside steering (RestoreLoads), so that a restart keeps §6.1's
-// capacities and the loads an audit recounts. A shared table keeps its
-// sessions.
-func (s *Server) resumeRooms(ctx context.Context, hubs []*roomsteer.Room) (restore func(context.Context), err error) {
+// from each room's latest decision logged (restore.Resume), and returns
+// what counts the rooms' live sessions again from their logs beside
+// steering (restore.Count), so that a restart keeps §6.1's capacities and
+// the loads an audit recounts. A shared table keeps its sessions.
+func (s *Server) resumeRooms(ctx context.Context, hubs []*roomsteer.Room) (recount func(context.Context), err error) {
 	memLoads, _ := s.loads.(*store.MemLoads)
 	if memLoads == nil {
 		for _, h := range hubs {
@@ -101,19 +101,21 @@ func (s *Server) resumeRooms(ctx context.Context, hubs []*roomsteer.Room) (resto
 		}
 		return func(context.Context) {}, nil
 	}
-	resumed := make([]roomsteer.Logged, len(hubs))
+	resumed := make([]restore.Logged, len(hubs))
 	for i, h := range hubs {
-		if resumed[i], err = h.ResumeLoads(ctx, memLoads); err != nil {
+		if resumed[i], err = restore.Resume(ctx, s.st, h.ID(), len(h.State().IDs()), memLoads); err != nil {
 			return nil, fmt.Errorf("server: room %s's log: %w", h.ID(), err)
 		}
 	}
+	src := restore.Source{Store: s.st, PolicyOf: s.audit.PolicyOf, Grace: s.grace, Clock: s.clock}
 	return func(bg context.Context) {
 		for i, h := range hubs {
 			s.spawn(func() {
 				began := time.Now()
 				var n int
 				err := guard.Try(s.log, "restore", func() (err error) {
-					n, err = h.RestoreLoads(bg, memLoads, resumed[i])
+					st := h.State()
+					n, err = restore.Count(bg, src, restore.Room{ID: h.ID(), Policy: st.Policy(), IDs: st.IDs()}, memLoads, resumed[i])
 					return err
 				})
 				if err != nil && bg.Err() == nil {

@@ -188,7 +188,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 			return nil, fmt.Errorf("server: room %s: %w", h.ID(), err)
 		}
 	}
-	restore, err := s.resumeRooms(ctx, hubs)
+	recount, err := s.resumeRooms(ctx, hubs)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	s.bgCtx, s.stop = bg, stop
 	s.spawn(s.commits.Run)
 	s.spawn(s.records.Run)
-	restore(bg)
+	recount(bg)
 	s.pools.Start(bg)
 	if shared {
 		s.spawn(func() { s.follow(bg, feed, feedAt) })

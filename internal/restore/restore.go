@@ -1,4 +1,10 @@
-package roomsteer
+// Package restore counts again, after a restart, the live sessions of a
+// room in a table of loads held in memory that the restart emptied (issue
+// 16): each session's latest decision in the room's log, so that §6.1's
+// capacities and the loads an audit recounts (§9.2) hold across the
+// restart. It reads the store and writes the table of loads; it imports no
+// capability, and the server runs it beside steering.
+package restore
 
 import (
 	"context"
@@ -6,6 +12,8 @@ import (
 	"slices"
 
 	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/store"
 )
@@ -21,18 +29,19 @@ type Logged struct {
 	latest uint64
 }
 
-// ResumeLoads has a table of loads that a restart emptied read its next
+// Resume has a table of loads that a restart emptied read its next
 // loads after the latest decision Logged, as it did before the restart
 // (Loads.Steer), so that the room's decisions stay in t order however the
 // clock stands; it is quick, and New runs it before serving. It returns
-// the log as it found it, which RestoreLoads counts the sessions of.
-func (h *Room) ResumeLoads(ctx context.Context, loads *store.MemLoads) (Logged, error) {
+// the log as it found it, which Count counts the sessions of (n is the
+// number of the room's pathways).
+func Resume(ctx context.Context, st store.Store, id sig.Hash, n int, loads *store.MemLoads) (Logged, error) {
 	var lg Logged
-	size, err := h.d.Store.LogSize(ctx, h.id)
+	size, err := st.LogSize(ctx, id)
 	if err != nil || size == 0 {
 		return lg, err
 	}
-	last, err := h.d.Store.LogEntries(ctx, h.id, max(0, size-restoreChunk), size)
+	last, err := st.LogEntries(ctx, id, max(0, size-restoreChunk), size)
 	if err != nil {
 		return lg, err
 	}
@@ -40,11 +49,11 @@ func (h *Room) ResumeLoads(ctx context.Context, loads *store.MemLoads) (Logged, 
 	for _, e := range last {
 		lg.latest = max(lg.latest, e.T)
 	}
-	_, err = loads.Snapshot(ctx, h.id, len(h.state.Load().ids), lg.latest)
+	_, err = loads.Snapshot(ctx, id, n, lg.latest)
 	return lg, err
 }
 
-// RestoreLoads counts again, in a table of loads held in memory that a
+// Count counts again, in a table of loads held in memory that a
 // restart emptied, the room's sessions still live: each session's latest
 // decision in the room's log (issue 16), newest first, back to the first
 // whose t is a session's life before now. It runs beside steering, which a
@@ -54,18 +63,17 @@ func (h *Room) ResumeLoads(ctx context.Context, loads *store.MemLoads) (Logged, 
 // live. A session whose latest decision was under a policy of other
 // pathways counts nowhere, as the install of the current one reset the
 // table (§6, SPEC-NOTES); what it cannot read (a pruned decision) counts
-// nowhere. It reads the log of lg, as ResumeLoads found it: the decisions
+// nowhere. It reads the log of lg, as Resume found it: the decisions
 // after are the table's own. It returns how many sessions it counted.
-func (h *Room) RestoreLoads(ctx context.Context, loads *store.MemLoads, lg Logged) (int, error) {
-	st := h.state.Load()
-	p := st.policy
-	life := uint64(max(p.TTLs, p.MinTTLs))*1_000_000 + h.d.Grace
-	at := max(h.d.Clock(), lg.latest)
+func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Logged) (int, error) {
+	p := r.Policy
+	life := uint64(max(p.TTLs, p.MinTTLs))*1_000_000 + src.Grace
+	at := max(src.Clock(), lg.latest)
 	seen := map[report.Session]bool{}
 	counted := 0
 	for end := lg.size; end > 0; {
 		start := max(0, end-restoreChunk)
-		es, err := h.d.Store.LogEntries(ctx, h.id, start, end)
+		es, err := src.Store.LogEntries(ctx, r.ID, start, end)
 		if err != nil {
 			return counted, err
 		}
@@ -79,7 +87,7 @@ func (h *Room) RestoreLoads(ctx context.Context, loads *store.MemLoads, lg Logge
 			if err := ctx.Err(); err != nil {
 				return counted, err
 			}
-			row, err := h.d.Store.Decision(ctx, e.Digest)
+			row, err := src.Store.Decision(ctx, e.Digest)
 			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
@@ -90,12 +98,12 @@ func (h *Room) RestoreLoads(ctx context.Context, loads *store.MemLoads, lg Logge
 				continue
 			}
 			seen[row.Session] = true
-			first, expires, ok, err := h.firstOf(ctx, row, st)
+			first, expires, ok, err := firstOf(ctx, src, row, r.IDs)
 			if err != nil {
 				return counted, err
 			}
 			if ok && expires >= at {
-				loads.Merge(h.id, len(st.ids), row.Session, first, row.T, expires, at)
+				loads.Merge(r.ID, len(r.IDs), row.Session, first, row.T, expires, at)
 				counted++
 			}
 		}
@@ -106,15 +114,15 @@ func (h *Room) RestoreLoads(ctx context.Context, loads *store.MemLoads, lg Logge
 
 // firstOf is the pathway a stored decision put first and its session's
 // expiry, when its policy has the current one's pathways (ok).
-func (h *Room) firstOf(ctx context.Context, row store.Decision, st *State) (int, uint64, bool, error) {
-	p, err := h.d.PolicyOf(ctx, row.Policy)
+func firstOf(ctx context.Context, src Source, row store.Decision, ids []string) (int, uint64, bool, error) {
+	p, err := src.PolicyOf(ctx, row.Policy)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	if !slices.Equal(p.IDs(), st.ids) {
+	if !slices.Equal(p.IDs(), ids) {
 		return 0, 0, false, nil
 	}
-	body, err := h.d.Store.EvidenceSnapshot(ctx, row.Evidence)
+	body, err := src.Store.EvidenceSnapshot(ctx, row.Evidence)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -126,5 +134,22 @@ func (h *Room) firstOf(ctx context.Context, row store.Decision, st *State) (int,
 	if err != nil {
 		return 0, 0, false, err
 	}
-	return int(d.Priority[0]), d.T + uint64(d.TTL)*1_000_000 + h.d.Grace, true, nil
+	return int(d.Priority[0]), d.T + uint64(d.TTL)*1_000_000 + src.Grace, true, nil
+}
+
+// Room is what a restore reads of a room: its id, and the policy it
+// steers by and its pathways' ids.
+type Room struct {
+	ID     sig.Hash
+	Policy *policy.Policy
+	IDs    []string
+}
+
+// Source is where a restore reads decisions and their policies, and the
+// server's clock and session grace (§6).
+type Source struct {
+	Store    store.Store
+	PolicyOf func(context.Context, sig.Hash) (*policy.Policy, error)
+	Grace    uint64        // µs
+	Clock    func() uint64 // the room clock, µs
 }
