@@ -1,7 +1,10 @@
 package serve
 
 import (
+	"errors"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,6 +30,36 @@ type frontPlaylistFile struct {
 	Room *string `toml:"room"`
 }
 
+// originBase is the origin as origin.New takes it: a URL as written, or
+// a directory, which a relative path names relative to the file's
+// directory (as every other path of the file does), made absolute since
+// origin.New takes no relative directory (issue 28). A directory that is
+// missing or is no directory is refused here, naming the path it was
+// resolved to.
+func (r *serveReader) originBase(s string) (string, bool) {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
+		return s, true // http, https or file: origin.New judges it
+	}
+	dir, err := filepath.Abs(r.path(s))
+	if err != nil {
+		r.Errorf("front.origin", "%q: %v", s, err)
+		return "", false
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.Errorf("front.origin", "%q is neither an http:// or https:// URL nor a directory: %s does not exist", s, dir)
+		return "", false
+	case err != nil:
+		r.Errorf("front.origin", "the directory %s: %v", dir, errors.Unwrap(err))
+		return "", false
+	case !st.IsDir():
+		r.Errorf("front.origin", "%q is neither an http:// or https:// URL nor a directory: %s is not a directory", s, dir)
+		return "", false
+	}
+	return dir, true
+}
+
 // front reads the [front] table: its origin (an HTTP base URL, or a
 // directory relative to the file) and each playlist path with the pool or
 // room that steers it.
@@ -46,9 +79,9 @@ func (r *serveReader) front(f *frontFile, cfg *Config) {
 	case f.Origin == nil || *f.Origin == "":
 		r.Errorf("front.origin", "is needed: the HTTP base URL or the directory the playlists come from")
 	default:
-		base := *f.Origin
-		if !strings.Contains(base, "://") && !filepath.IsAbs(base) {
-			base = r.path(base)
+		base, ok := r.originBase(*f.Origin)
+		if !ok {
+			break
 		}
 		og, err := origin.New(base, o)
 		if err != nil {

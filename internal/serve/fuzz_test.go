@@ -28,6 +28,8 @@ func FuzzServeConfig(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	const front = "[steering]\n[[steering.edges]]\npathway = \"a\"\n[front]\n"
+	const frontPlaylist = "[[front.playlists]]\npath = \"/hls/\"\n"
 	const room = "[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
 	for _, s := range []string{string(example), room, room + room, "retention = \"71s\"\n" + room,
 		room + "[room.qoe]\nfraction = 0.5\nmin_sessions = 3\n", room + "[room.qoe]\nlowest_bps = 1\n",
@@ -37,7 +39,12 @@ func FuzzServeConfig(f *testing.F) {
 		"[store]\nengine = \"postgres\"\ndsn_env = \"D\"\n" + room, "[store]\nengine = \"postgres\"\ndsn_file = \"room.cbor\"\n" + room,
 		"data_dir = \"d\"\n[store]\nengine = \"bbolt\"\n" + room,
 		"[limits]\naddress_sessions_per_s = 0.5\naddress_sessions_burst = 2\ntrusted_proxies = [\"10.0.0.0/8\", \"::1\"]\n" + room,
-		"[limits]\nnetwork_decisions_per_s = -3\ntrusted_proxies = [\"10.1.0.0/8\"]\n" + room} {
+		"[limits]\nnetwork_decisions_per_s = -3\ntrusted_proxies = [\"10.1.0.0/8\"]\n" + room,
+		// Issue 28: a front over a directory relative to the file, one
+		// that is a file, one missing, and the player classes' lists.
+		front + "origin = \".\"\nsteer_agents = [\"Tizen 8\"]\nbackup_agents = [\"SMART-TV\"]\n" + frontPlaylist,
+		front + "origin = \"room.cbor\"\n" + frontPlaylist, front + "origin = \"nope\"\n" + frontPlaylist,
+		front + "origin = \"file:room.cbor\"\nsteer_agents = [\"\"]\n" + frontPlaylist} {
 		f.Add([]byte(s))
 	}
 	name := filepath.Join(dir, "serve.toml")

@@ -1,0 +1,115 @@
+package serve_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waisteer/waisteer/internal/serve"
+	"github.com/waisteer/waisteer/store"
+)
+
+// frontDoc is a serve.toml of one pool and a front over origin.
+func frontDoc(origin string) string {
+	return "listen = \"127.0.0.1:0\"\n[steering]\n[[steering.edges]]\npathway = \"a\"\n" +
+		"[front]\norigin = \"" + origin + "\"\n[[front.playlists]]\npath = \"/hls/\"\n"
+}
+
+func writeFile(t *testing.T, name, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFrontRelativeOrigin (issue 28, Configuration): `origin = "media"`,
+// which the README calls "a directory (relative to the file)", is the
+// directory media beside the file, whether the file is named from its own
+// directory ("serve.toml", as `waisteer serve -c serve.toml` names it) or
+// from another ("conf/serve.toml", where ./media is another directory);
+// the front serves that directory's playlist. On bd4ceba Load refused both
+// ("neither an http:// or https:// URL nor an absolute directory").
+func TestFrontRelativeOrigin(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// Two directories named media, told apart by their playlists' variants.
+	writeFile(t, filepath.Join(dir, "media", "hls", "live.m3u8"), "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nbeside-cwd.m3u8\n")
+	writeFile(t, filepath.Join(dir, "conf", "media", "hls", "live.m3u8"), "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nbeside-conf.m3u8\n")
+	writeFile(t, filepath.Join(dir, "serve.toml"), frontDoc("media"))
+	writeFile(t, filepath.Join(dir, "conf", "serve.toml"), frontDoc("media"))
+	for _, c := range []struct{ file, want string }{
+		{"serve.toml", "beside-cwd.m3u8"},
+		{filepath.Join("conf", "serve.toml"), "beside-conf.m3u8"},
+	} {
+		cfg, err := serve.Load(c.file, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		body := getFront(t, cfg, "/hls/live.m3u8")
+		if !strings.Contains(body, c.want) || !strings.Contains(body, "#EXT-X-CONTENT-STEERING:") {
+			t.Errorf("%s: the front served\n%s\nwant the playlist with %s and the steering line", c.file, body, c.want)
+		}
+	}
+}
+
+// TestFrontOriginNotDirectory: an origin that names no directory is refused
+// with the file's line, the key, and the path it was resolved to (relative
+// to the file): a missing one, and a file.
+func TestFrontOriginNotDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "playlist.m3u8"), "#EXTM3U\n")
+	name := filepath.Join(dir, "serve.toml")
+	for _, c := range []struct{ origin, want string }{
+		{"missing", filepath.Join(dir, "missing") + " does not exist"},
+		{"playlist.m3u8", filepath.Join(dir, "playlist.m3u8") + " is not a directory"},
+		{"../" + filepath.Base(dir) + "/playlist.m3u8", filepath.Join(dir, "playlist.m3u8") + " is not a directory"},
+	} {
+		writeFile(t, name, frontDoc(c.origin))
+		_, err := serve.Load(name, func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), "serve.toml:6: front.origin") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("origin %q: %v\nwant line 6, front.origin and %q", c.origin, err, c.want)
+		}
+	}
+}
+
+// getFront serves cfg and GETs path from it.
+func getFront(t *testing.T, cfg *serve.Config, path string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Server.Logger = logger
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve.Serve(ctx, nil, logger, ln, cfg, store.NewMemory(), store.NewLoads(), func(u string) { urls <- u })
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	resp, err := http.Get(<-urls + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
