@@ -74,11 +74,12 @@ type Config struct {
 	// playlist declares, to which a redirect or a backup variant points;
 	// a clone's comes from its host.
 	Bases map[string]string
-	// RedirectAgents and BackupAgents are User-Agent substrings (any
-	// case) of players to redirect on opening, and of players to give
-	// backup variants, beside the defaults.
-	RedirectAgents, BackupAgents []string
-	Logger                       *slog.Logger
+	// RedirectAgents, BackupAgents and SteerAgents are User-Agent
+	// substrings (any case) of players to redirect on opening, to give
+	// backup variants, and to steer; they win over the built-in classes
+	// (agents.classify says the order).
+	RedirectAgents, BackupAgents, SteerAgents []string
+	Logger                                    *slog.Logger
 }
 
 // ModeParam is the query parameter that forces a class for testing:
@@ -95,6 +96,7 @@ type Front struct {
 	agents    agents
 	log       *slog.Logger
 	opens     [classCount]sync.Map // family → *atomic.Uint64
+	rules     [classCount][ruleCount]atomic.Uint64
 	redirects atomic.Uint64
 	failures  sync.Map // code → *atomic.Uint64
 }
@@ -104,7 +106,7 @@ func New(cfg Config) (*Front, error) {
 	if cfg.Origin == nil {
 		return nil, errors.New("front: no origin")
 	}
-	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]string{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents), log: cfg.Logger}
+	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]string{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents, cfg.SteerAgents), log: cfg.Logger}
 	if f.log == nil {
 		f.log = slog.Default()
 	}
@@ -173,21 +175,22 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 	// Playlists are public, as the steering manifest is: a player in a
 	// page on another origin may read them.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	class, family := f.agents.classify(r.Header.Get("User-Agent"))
+	class, family, rule := f.agents.classify(r.Header.Get("User-Agent"))
 	query, forced := stripMode(r.URL.RawQuery)
 	switch forced {
 	case "redirect":
-		class = RedirectOnly
+		class, rule = RedirectOnly, RuleMode
 	case "backup":
-		class = BackupOnly
+		class, rule = BackupOnly, RuleMode
 	case "steer":
-		class = Steers
+		class, rule = Steers, RuleMode
 	}
+	who := viewer{class, family, rule}
 	hlsTag, dashEl := st.Tags()
 	off := hlsTag == "" && dashEl == ""
 
 	if class == RedirectOnly && !off {
-		f.count(class, family)
+		f.count(who)
 		f.redirect(w, r, st, query)
 		return
 	}
@@ -206,7 +209,7 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	body, kind, aerr := f.rewrite(r, st, res.Body, class, family, query, hlsTag, dashEl, off)
+	body, kind, aerr := f.rewrite(r, st, res.Body, who, query, hlsTag, dashEl, off)
 	if aerr != nil {
 		f.fail(aerr)
 		for k := range res.Header {
@@ -264,9 +267,9 @@ func (f *Front) fetch(r *http.Request, query string) (*origin.Response, *api.Err
 // over between variants only, a playlist of backups; a media playlist as
 // it is. Bytes that are neither HLS nor an MPD are refused: the front
 // never serves what it cannot tell is a playlist.
-func (f *Front) rewrite(r *http.Request, st Steering, b []byte, class Class, family, query, hlsTag, dashEl string, off bool) ([]byte, string, *api.Error) {
+func (f *Front) rewrite(r *http.Request, st Steering, b []byte, who viewer, query, hlsTag, dashEl string, off bool) ([]byte, string, *api.Error) {
 	if dash.IsMPD(b) {
-		return f.mpd(b, class, family, dashEl, off)
+		return f.mpd(b, who, dashEl, off)
 	}
 	kind, err := hls.Classify(b)
 	switch {
@@ -275,11 +278,11 @@ func (f *Front) rewrite(r *http.Request, st Steering, b []byte, class Class, fam
 	case kind == hls.Media:
 		return b, "media", nil
 	case kind == hls.Multivariant:
-		f.count(class, family)
+		f.count(who)
 		if off {
 			return b, "multivariant", nil
 		}
-		if class == BackupOnly {
+		if who.class == BackupOnly {
 			out, aerr := f.backups(r, st, b, query)
 			return out, "multivariant", aerr
 		}
@@ -293,8 +296,8 @@ func (f *Front) rewrite(r *http.Request, st Steering, b []byte, class Class, fam
 }
 
 // mpd is an MPD with its steering element.
-func (f *Front) mpd(b []byte, class Class, family, dashEl string, off bool) ([]byte, string, *api.Error) {
-	f.count(class, family)
+func (f *Front) mpd(b []byte, who viewer, dashEl string, off bool) ([]byte, string, *api.Error) {
+	f.count(who)
 	if off {
 		return b, "mpd", nil
 	}
@@ -503,12 +506,21 @@ func originETags(inm string) string {
 	return strings.Join(out, ", ")
 }
 
-func (f *Front) count(c Class, family string) {
-	v, ok := f.opens[c].Load(family)
+// viewer is who opened a playlist: its class, its family and the rule
+// that decided its class.
+type viewer struct {
+	class  Class
+	family string
+	rule   Rule
+}
+
+func (f *Front) count(who viewer) {
+	v, ok := f.opens[who.class].Load(who.family)
 	if !ok {
-		v, _ = f.opens[c].LoadOrStore(family, new(atomic.Uint64))
+		v, _ = f.opens[who.class].LoadOrStore(who.family, new(atomic.Uint64))
 	}
 	v.(*atomic.Uint64).Add(1)
+	f.rules[who.class][who.rule].Add(1)
 }
 
 func (f *Front) fail(e *api.Error) {
@@ -524,6 +536,10 @@ func (f *Front) fail(e *api.Error) {
 type Opens struct {
 	ByClass  map[string]uint64            `json:"by_class"`
 	ByFamily map[string]map[string]uint64 `json:"by_family"` // class → family → opens
+	// ByRule says what decided each class (issue 28): class → the
+	// operator's list (redirect_agents, backup_agents, steer_agents), a
+	// built-in rule (builtin_…) or waisteer_mode → opens.
+	ByRule map[string]map[string]uint64 `json:"by_rule"`
 	// SteeringShare is the share of the openings by players that steer.
 	SteeringShare float64           `json:"steering_share"`
 	Redirects     uint64            `json:"redirects"`
@@ -533,7 +549,8 @@ type Opens struct {
 
 // Opens is the count so far.
 func (f *Front) Opens() Opens {
-	o := Opens{ByClass: map[string]uint64{}, ByFamily: map[string]map[string]uint64{}, Failures: map[string]uint64{}, At: time.Now().UTC()}
+	o := Opens{ByClass: map[string]uint64{}, ByFamily: map[string]map[string]uint64{}, ByRule: map[string]map[string]uint64{},
+		Failures: map[string]uint64{}, At: time.Now().UTC()}
 	var total uint64
 	for c := range classCount {
 		fam := map[string]uint64{}
@@ -545,6 +562,13 @@ func (f *Front) Opens() Opens {
 			return true
 		})
 		o.ByFamily[c.String()] = fam
+		rules := map[string]uint64{}
+		for r := range ruleCount {
+			if n := f.rules[c][r].Load(); n > 0 {
+				rules[r.String()] = n
+			}
+		}
+		o.ByRule[c.String()] = rules
 		if _, ok := o.ByClass[c.String()]; !ok {
 			o.ByClass[c.String()] = 0
 		}

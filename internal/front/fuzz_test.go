@@ -48,6 +48,9 @@ func FuzzFront(f *testing.F) {
 		{"/live.mpd", "session=zz&waisteer_mode=redirect&waisteer_mode=steer", "", ""},
 		{"/live.m3u8", "a=%zz&b", "VLC/3", `W/"x", *`},
 		{"/../x", "", "Lavf", ""},
+		{"/live.m3u8", "", tizen2024, ""},
+		{"/live.m3u8", "", webOS24, ""},
+		{"/live.mpd", "", "Mozilla/5.0 (SMART-TV; Tizen 6.) Web0S Chrome/9999999", ""},
 	} {
 		f.Add(s[0], s[1], s[2], s[3])
 	}
@@ -71,6 +74,26 @@ func FuzzFront(f *testing.F) {
 		}
 		if w.Code == http.StatusOK && strings.HasSuffix(p, ".m3u8") && !strings.Contains(w.Body.String(), "BANDWIDTH") {
 			t.Fatalf("a playlist without variants: %q", w.Body)
+		}
+	})
+}
+
+// FuzzClassify: any User-Agent gets a class, a family and a rule without a
+// panic; one the operator's steer_agents names steers, whatever else it
+// says (issue 28), unless a redirect or backup pattern names it too.
+func FuzzClassify(f *testing.F) {
+	for _, ua := range []string{tizen2024, tizen2016, webOS24, webOS1, "", "tizen 9999999.99999", "web0s chrome/", "tizen tizen 6.5", "Tizen 6.", "chrome/87.x web0s"} {
+		f.Add(ua)
+	}
+	a := newAgents([]string{"redirect-me"}, []string{"backup-me"}, []string{"steer-me"})
+	f.Fuzz(func(t *testing.T, ua string) {
+		c, fam, r := a.classify(ua)
+		if c >= classCount || r >= ruleCount || fam == "" {
+			t.Fatalf("%q: %d %q %d", ua, c, fam, r)
+		}
+		l := strings.ToLower(ua)
+		if strings.Contains(l, "steer-me") && !strings.Contains(l, "redirect-me") && !strings.Contains(l, "backup-me") && strings.TrimSpace(ua) != "" && (c != Steers || r != RuleSteerAgents) {
+			t.Fatalf("%q: %s by %s, want steers by steer_agents", ua, c, r)
 		}
 	})
 }

@@ -21,6 +21,7 @@ type frontFile struct {
 	Bases          map[string]string   `toml:"bases"`
 	RedirectAgents []string            `toml:"redirect_agents"`
 	BackupAgents   []string            `toml:"backup_agents"`
+	SteerAgents    []string            `toml:"steer_agents"`
 	Playlists      []frontPlaylistFile `toml:"playlists"`
 }
 
@@ -67,7 +68,17 @@ func (r *serveReader) front(f *frontFile, cfg *Config) {
 	if f == nil {
 		return
 	}
-	fc := &server.FrontConfig{Bases: map[string]string{}, RedirectAgents: f.RedirectAgents, BackupAgents: f.BackupAgents}
+	fc := &server.FrontConfig{Bases: map[string]string{}, RedirectAgents: f.RedirectAgents, BackupAgents: f.BackupAgents, SteerAgents: f.SteerAgents}
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"redirect_agents", f.RedirectAgents}, {"backup_agents", f.BackupAgents}, {"steer_agents", f.SteerAgents}} {
+		for i, p := range l.list {
+			if strings.TrimSpace(p) == "" {
+				r.Errorf("front."+l.key+"["+strconv.Itoa(i)+"]", "an empty pattern would name every player")
+			}
+		}
+	}
 	o := origin.Options{Timeout: r.duration("front.timeout", f.Timeout, 0)}
 	if f.MaxBytes != nil {
 		if *f.MaxBytes < 1024 || *f.MaxBytes > 64<<20 {

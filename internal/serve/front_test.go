@@ -113,3 +113,25 @@ func getFront(t *testing.T, cfg *serve.Config, path string) string {
 	}
 	return string(b)
 }
+
+// TestFrontAgentLists (issue 28, Player classes): steer_agents reads beside
+// redirect_agents and backup_agents; an empty pattern, which would name
+// every player, is refused with its line and key.
+func TestFrontAgentLists(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "serve.toml")
+	doc := strings.Replace(frontDoc("."), "[[front.playlists]]", "redirect_agents = [\"MyBox/\"]\nbackup_agents = [\"OldTV/\"]\nsteer_agents = [\"Tizen 5.5\", \"Web0S\"]\n[[front.playlists]]", 1)
+	writeFile(t, name, doc)
+	cfg, err := serve.Load(name, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := cfg.Server.Front
+	if strings.Join(fc.SteerAgents, "|") != "Tizen 5.5|Web0S" || strings.Join(fc.RedirectAgents, "|") != "MyBox/" || strings.Join(fc.BackupAgents, "|") != "OldTV/" {
+		t.Errorf("read %q %q %q", fc.RedirectAgents, fc.BackupAgents, fc.SteerAgents)
+	}
+	writeFile(t, name, strings.Replace(doc, "\"Web0S\"", "\" \"", 1))
+	if _, err := serve.Load(name, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "serve.toml:9: front.steer_agents[1]") {
+		t.Errorf("an empty steer_agents pattern: %v", err)
+	}
+}

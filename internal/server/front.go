@@ -28,6 +28,7 @@ type FrontConfig struct {
 	Playlists                    []FrontPlaylist
 	Bases                        map[string]string // declared pathways' URL bases
 	RedirectAgents, BackupAgents []string
+	SteerAgents                  []string // players to steer, over the built-in classes (issue 28)
 }
 
 // FrontPlaylist is a path of the front (exact, or a prefix ending in "/")
@@ -63,7 +64,7 @@ func (s *Server) openFront(fc *FrontConfig) (*front.Front, error) {
 		pls = append(pls, front.Playlist{Path: p.Path, Steering: st})
 	}
 	return front.New(front.Config{Origin: fc.Origin, Playlists: pls, Bases: fc.Bases,
-		RedirectAgents: fc.RedirectAgents, BackupAgents: fc.BackupAgents, Logger: s.log})
+		RedirectAgents: fc.RedirectAgents, BackupAgents: fc.BackupAgents, SteerAgents: fc.SteerAgents, Logger: s.log})
 }
 
 // hubNamed finds a room by its id or its descriptor's name.
@@ -242,6 +243,12 @@ func (s *Server) writeFrontMetrics(b *bytes.Buffer) {
 	for _, c := range slices.Sorted(maps.Keys(o.ByFamily)) {
 		for _, fam := range slices.Sorted(maps.Keys(o.ByFamily[c])) {
 			fmt.Fprintf(b, "waisteer_front_opens_total{class=%q,family=%q} %d\n", c, fam, o.ByFamily[c][fam])
+		}
+	}
+	b.WriteString("# HELP waisteer_front_class_rules_total Playlists opened through the front, by class and the rule that decided it (an operator's list, a built-in rule, or waisteer_mode).\n# TYPE waisteer_front_class_rules_total counter\n")
+	for _, c := range slices.Sorted(maps.Keys(o.ByRule)) {
+		for _, rule := range slices.Sorted(maps.Keys(o.ByRule[c])) {
+			fmt.Fprintf(b, "waisteer_front_class_rules_total{class=%q,rule=%q} %d\n", c, rule, o.ByRule[c][rule])
 		}
 	}
 	b.WriteString("# HELP waisteer_front_steering_share The share of the front's openings by players that steer.\n# TYPE waisteer_front_steering_share gauge\n")
