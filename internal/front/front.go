@@ -165,10 +165,15 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.Serve(w, r, st)
 }
 
-// Serve answers a request of a path Match gave st for.
+// Serve answers a request of a path Match gave st for: a GET or HEAD, or
+// a CORS preflight (Preflight).
 func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
+	if r.Method == http.MethodOptions {
+		Preflight(w)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
 		api.WriteError(w, api.Errorf(api.MethodNotAllowed, "%s is not answered here; use GET, HEAD", r.Method))
 		return
 	}
@@ -242,6 +247,21 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
+}
+
+// Preflight answers a CORS preflight of a front path (the Fetch standard's
+// CORS-preflight request), 204 with no body, without asking the origin: a
+// player in a page of another origin needs one before a GET that carries
+// CMCD in headers (CTA-5004-B header mode), a Range, or a validator of its
+// cache (issue 28).
+func Preflight(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-None-Match, If-Modified-Since")
+	h.Set("Access-Control-Max-Age", "86400")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // fetch gets the path from the origin, passing the player's conditional

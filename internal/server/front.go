@@ -190,6 +190,10 @@ func (f *roomFront) Pathways() []string { return f.h.State().IDs() }
 
 // serveFront answers a path of the front.
 func (s *Server) serveFront(w http.ResponseWriter, r *http.Request, st front.Steering) {
+	if r.Method == http.MethodOptions {
+		s.count(routePreflight, w, r, func(w http.ResponseWriter, _ *http.Request) { front.Preflight(w) })
+		return
+	}
 	if s.limits != nil {
 		// A room's viewer who is redirected or given backups is decided
 		// for as a steering request is: the budgets of its address apply
