@@ -5,7 +5,9 @@
 // pathway of the viewer's order, or a playlist of backup variants (the OTT
 // seed). Media playlists and segments are never changed. It knows nothing
 // of how an order is decided: a Steering (a pool or an energy room, which
-// internal/server gives it) says.
+// internal/server gives it) says. What its answers carry as validators,
+// and when it answers 304, is said at the head of validators.go (issue 28,
+// "Validators exact").
 package front
 
 import (
