@@ -190,7 +190,8 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 		f.redirect(w, r, st, query)
 		return
 	}
-	// The validators: the package doc of validators.go.
+	// The validators, and when to ask the origin conditionally: the head
+	// of validators.go.
 	rv := revalidate(r.Header, class, hlsTag, dashEl, off)
 	res, aerr := f.fetch(r, query, rv.ifNoneMatch())
 	if aerr == nil && res.Status == http.StatusNotModified {
