@@ -5,14 +5,13 @@
 // pathway of the viewer's order, or a playlist of backup variants (the OTT
 // seed). Media playlists and segments are never changed. It knows nothing
 // of how an order is decided: a Steering (a pool or an energy room, which
-// internal/server gives it) says.
+// internal/server gives it) says. What its answers carry as validators,
+// and when it answers 304, is said at the head of validators.go (issue 28,
+// "Validators exact").
 package front
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -199,45 +198,49 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 		f.redirect(w, r, st, query)
 		return
 	}
-	res, aerr := f.fetch(r, query)
+	// The validators, and when to ask the origin conditionally: the head
+	// of validators.go.
+	rv := revalidate(r.Header, class, hlsTag, dashEl, off)
+	res, aerr := f.fetch(r, query, rv.ifNoneMatch())
+	if aerr == nil && res.Status == http.StatusNotModified {
+		if h, ok := rv.notModified(res.Header); ok {
+			writeNotModified(w, h)
+			return
+		}
+		res, aerr = f.fetch(r, query, "") // a 304 the front cannot vouch for: the whole playlist
+	}
 	if aerr != nil {
 		f.fail(aerr)
 		api.WriteError(w, aerr)
-		return
-	}
-	h := w.Header()
-	for k, vs := range res.Header {
-		h[k] = vs
-	}
-	if res.Status == http.StatusNotModified {
-		h.Set("ETag", servedETag(res.Header.Get("ETag"), hlsTag+"\x00"+dashEl))
-		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	body, kind, aerr := f.rewrite(r, st, res.Body, who, query, hlsTag, dashEl, off)
 	if aerr != nil {
 		f.fail(aerr)
-		for k := range res.Header {
-			h.Del(k)
-		}
 		if aerr.Status == http.StatusServiceUnavailable {
-			h.Set("Retry-After", "1") // a store down, a budget spent: players retry
+			w.Header().Set("Retry-After", "1") // a store down, a budget spent: players retry
 		}
 		api.WriteError(w, aerr)
 		return
 	}
-	if kind != "media" && !bytes.Equal(body, res.Body) {
-		if etag := res.Header.Get("ETag"); etag != "" {
-			h.Set("ETag", servedETag(etag, hlsTag+"\x00"+dashEl))
-		}
+	hdr := res.Header.Clone()
+	switch {
+	case off || kind == "media":
+		shape(hdr, asWritten, "")
+	case class == BackupOnly && kind == "multivariant":
+		shape(hdr, ownPlaylist, "")
+	case kind == "mpd":
+		shape(hdr, steered, dashEl)
+	default:
+		shape(hdr, steered, hlsTag)
 	}
-	if class == BackupOnly && kind == "multivariant" && !off {
-		// A viewer's own playlist: never kept by a shared cache.
-		h.Set("Cache-Control", "private, no-store")
-		h.Del("ETag")
+	if fresh(r.Header, hdr) {
+		writeNotModified(w, hdr)
+		return
 	}
-	if !off && kind != "media" {
-		h.Add("Vary", "User-Agent")
+	h := w.Header()
+	for k, vs := range hdr {
+		h[k] = vs
 	}
 	if res.ContentType != "" {
 		h.Set("Content-Type", res.ContentType)
@@ -264,13 +267,10 @@ func Preflight(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// fetch gets the path from the origin, passing the player's conditional
-// headers on; a steered ETag is read back to the origin's.
-func (f *Front) fetch(r *http.Request, query string) (*origin.Response, *api.Error) {
-	req := &origin.Request{Path: r.URL.Path, RawQuery: query, IfModifiedSince: r.Header.Get("If-Modified-Since")}
-	if inm := r.Header.Get("If-None-Match"); inm != "" {
-		req.IfNoneMatch = originETags(inm)
-	}
+// fetch gets the path from the origin, conditionally when ifNoneMatch
+// (the origin's tags) is not "".
+func (f *Front) fetch(r *http.Request, query, ifNoneMatch string) (*origin.Response, *api.Error) {
+	req := &origin.Request{Path: r.URL.Path, RawQuery: query, IfNoneMatch: ifNoneMatch}
 	res, err := f.origin.Fetch(r.Context(), req)
 	if err != nil {
 		var oe *origin.Error
@@ -495,35 +495,6 @@ func withoutSession(raw string) string {
 		keep = append(keep, part)
 	}
 	return strings.Join(keep, "&")
-}
-
-// servedETag is the ETag of a playlist the front changed: the origin's,
-// with a digest of the steering lines added inside its quotes, so that
-// the bytes an ETag names are always the same bytes, and a change of the
-// steering line changes it. A weak ETag stays weak.
-func servedETag(originTag, lines string) string {
-	if originTag == "" {
-		return ""
-	}
-	d := sha256.Sum256([]byte(lines))
-	suffix := "-ws" + hex.EncodeToString(d[:4])
-	if strings.HasSuffix(originTag, `"`) {
-		return originTag[:len(originTag)-1] + suffix + `"`
-	}
-	return originTag + suffix
-}
-
-// originETags reads a player's If-None-Match back to the origin's tags.
-func originETags(inm string) string {
-	var out []string
-	for part := range strings.SplitSeq(inm, ",") {
-		t := strings.TrimSpace(part)
-		if i := strings.LastIndex(t, "-ws"); i >= 0 && len(t)-i >= len("-ws")+8 {
-			t = t[:i] + t[i+len("-ws")+8:]
-		}
-		out = append(out, t)
-	}
-	return strings.Join(out, ", ")
 }
 
 // viewer is who opened a playlist: its class, its family and the rule

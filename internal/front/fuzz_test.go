@@ -26,10 +26,15 @@ func (fixed) Open(_ context.Context, q string, _ http.Header) (Opening, error) {
 func (fixed) Host(p string) string { return p + ".example" }
 func (fixed) Pathways() []string   { return []string{"a", "b", "c"} }
 
-// FuzzFront: any path, query, User-Agent and If-None-Match a player sends
-// is answered without a panic: a playlist with the line, a redirect whose
-// Location parses and drops the mode parameter, or a refusal; the origin
-// never sees the mode parameter.
+// FuzzFront: any path, query, User-Agent, If-None-Match and
+// If-Modified-Since a player sends is answered without a panic: a playlist
+// with the line, a redirect whose Location parses and drops the mode
+// parameter, a 304, or a refusal; the origin never sees the mode
+// parameter. A 304 (issue 28, "Validators exact"; RFC 9110 §13.2.2,
+// §15.4.5) names the 200 the same request gets without its conditions:
+// its If-None-Match is "*" or holds that 200's ETag, or, without one, its
+// If-Modified-Since is that 200's Last-Modified; and it carries that
+// 200's ETag, Vary and Cache-Control.
 func FuzzFront(f *testing.F) {
 	dir := f.TempDir()
 	os.WriteFile(filepath.Join(dir, "live.m3u8"), []byte("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nlow.m3u8\n"), 0o644)
@@ -42,26 +47,66 @@ func FuzzFront(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, s := range [][4]string{
-		{"/live.m3u8", "", "Mozilla/5.0 Chrome", ""},
-		{"/live.m3u8", "waisteer_mode=backup", "x", `"a-ws01234567"`},
-		{"/live.mpd", "session=zz&waisteer_mode=redirect&waisteer_mode=steer", "", ""},
-		{"/live.m3u8", "a=%zz&b", "VLC/3", `W/"x", *`},
-		{"/../x", "", "Lavf", ""},
-		{"/live.m3u8", "", tizen2024, ""},
-		{"/live.m3u8", "", webOS24, ""},
-		{"/live.mpd", "", "Mozilla/5.0 (SMART-TV; Tizen 6.) Web0S Chrome/9999999", ""},
+	// The files' directory ETags, and their served ones with fixed's lines,
+	// as sha256sum gives them (the origin's package doc; validators.go).
+	const (
+		liveTag  = `"1408048475449b990e1b488c227eb747"`
+		steerTag = `"1408048475449b990e1b488c227eb747-ws135cc91d2e5c6a39"`
+	)
+	for _, s := range [][5]string{
+		{"/live.m3u8", "", "Mozilla/5.0 Chrome", "", ""},
+		{"/live.m3u8", "waisteer_mode=backup", "x", `"a-ws0123456789abcdef"`, ""},
+		{"/live.mpd", "session=zz&waisteer_mode=redirect&waisteer_mode=steer", "", "", ""},
+		{"/live.m3u8", "a=%zz&b", "VLC/3", `W/"x", *`, ""},
+		{"/live.m3u8", "", "Mozilla/5.0 Chrome", liveTag, ""},
+		{"/live.m3u8", "", "Mozilla/5.0 Chrome", steerTag + `, W/"x"`, ""},
+		{"/live.m3u8", "waisteer_mode=steer", "Lavf", "", "Tue, 01 Dec 2026 10:00:00 GMT"},
+		{"/../x", "", "Lavf", "", ""},
+		{"/live.m3u8", "", tizen2024, "", ""},
+		{"/live.m3u8", "", webOS24, "", ""},
+		{"/live.mpd", "", "Mozilla/5.0 (SMART-TV; Tizen 6.) Web0S Chrome/9999999", "", ""},
 	} {
-		f.Add(s[0], s[1], s[2], s[3])
+		f.Add(s[0], s[1], s[2], s[3], s[4])
 	}
-	f.Fuzz(func(t *testing.T, p, q, ua, inm string) {
+	serve := func(p, q, ua, inm, ims string) *httptest.ResponseRecorder {
 		u := &url.URL{Path: p, RawQuery: q}
 		r := httptest.NewRequest("GET", "http://front.example/", nil)
 		r.URL, r.RequestURI = u, u.RequestURI()
 		r.Header.Set("User-Agent", ua)
-		r.Header.Set("If-None-Match", inm)
+		if inm != "" {
+			r.Header.Set("If-None-Match", inm)
+		}
+		if ims != "" {
+			r.Header.Set("If-Modified-Since", ims)
+		}
 		w := httptest.NewRecorder()
 		fr.ServeHTTP(w, r)
+		return w
+	}
+	f.Fuzz(func(t *testing.T, p, q, ua, inm, ims string) {
+		w := serve(p, q, ua, inm, ims)
+		if w.Code == http.StatusNotModified {
+			whole := serve(p, q, ua, "", "")
+			h, wh := w.Header(), whole.Header()
+			if whole.Code != http.StatusOK {
+				t.Fatalf("304, and without its conditions %d", whole.Code)
+			}
+			for _, k := range []string{"ETag", "Vary", "Cache-Control"} {
+				if strings.Join(h.Values(k), ", ") != strings.Join(wh.Values(k), ", ") {
+					t.Fatalf("the 304's %s %q, its 200's %q", k, h.Values(k), wh.Values(k))
+				}
+			}
+			etag := strings.TrimPrefix(wh.Get("ETag"), "W/")
+			lm, lmErr := http.ParseTime(wh.Get("Last-Modified"))
+			since, sinceErr := http.ParseTime(ims)
+			switch {
+			case strings.TrimSpace(inm) == "*":
+			case inm != "" && etag != "" && strings.Contains(inm, etag):
+			case inm == "" && lmErr == nil && sinceErr == nil && lm.Equal(since):
+			default:
+				t.Fatalf("304 to If-None-Match %q, If-Modified-Since %q; the 200's ETag %q, Last-Modified %q", inm, ims, wh.Get("ETag"), wh.Get("Last-Modified"))
+			}
+		}
 		if w.Code == http.StatusFound {
 			loc := w.Header().Get("Location")
 			lu, err := url.Parse(loc)
@@ -94,6 +139,47 @@ func FuzzClassify(f *testing.F) {
 		l := strings.ToLower(ua)
 		if strings.Contains(l, "steer-me") && !strings.Contains(l, "redirect-me") && !strings.Contains(l, "backup-me") && strings.TrimSpace(ua) != "" && (c != Steers || r != RuleSteerAgents) {
 			t.Fatalf("%q: %s by %s, want steers by steer_agents", ua, c, r)
+		}
+	})
+}
+
+// FuzzValidators: the reader of served ETags and the writer agree (issue
+// 28, "Validators exact"): an origin's entity-tag with a line's digest
+// added reads back to both, and any tag read as one with a line part is
+// written back byte for byte; If-None-Match is read without a panic into
+// entity-tags only.
+func FuzzValidators(f *testing.F) {
+	for _, s := range [][2]string{
+		{`"v1"`, `#EXT-X-CONTENT-STEERING:SERVER-URI="/s"`},
+		{`W/"v1-ws0123456789abcdef"`, ""},
+		{`"a", W/"b-ws0123456789abcdef" ,, *`, "x"},
+		{`W/""`, "\x00"},
+		{`"\x80\xff"`, "<ContentSteering>/s</ContentSteering>"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, tag, line string) {
+		if served, ok := servedETag(tag, line); ok {
+			o, d, ok := splitTag(served)
+			if !ok || o != tag || d != lineDigest(line) || !isEntityTag(served) {
+				t.Fatalf("servedETag(%q) = %q reads back as %q %q %v", tag, served, o, d, ok)
+			}
+		} else if isEntityTag(tag) {
+			t.Fatalf("the entity-tag %q was given no served tag", tag)
+		}
+		if o, d, ok := splitTag(tag); ok {
+			if back := o[:len(o)-1] + lineMark + d + `"`; back != tag || !isEntityTag(o) {
+				t.Fatalf("splitTag(%q) = %q %q, written back %q", tag, o, d, back)
+			}
+		}
+		star, tags, ok := noneMatch(http.Header{"If-None-Match": {tag, line}})
+		if ok && !star && len(tags) == 0 {
+			t.Fatalf("If-None-Match %q, %q read as no tags", tag, line)
+		}
+		for _, tg := range tags {
+			if !isEntityTag(tg) {
+				t.Fatalf("If-None-Match %q, %q read as %q", tag, line, tg)
+			}
 		}
 	})
 }
