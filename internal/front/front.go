@@ -227,6 +227,7 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 		// A viewer's own playlist: never kept by a shared cache.
 		h.Set("Cache-Control", "private, no-store")
 		h.Del("ETag")
+		dropTargeted(h)
 	}
 	if !off && kind != "media" {
 		h.Add("Vary", "User-Agent")
@@ -324,23 +325,13 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	}
 	// The viewer's own pathway, the first of its order, carries its
 	// variants; the next two carry the backups. Each is made from the URI
-	// the origin wrote.
-	written := map[string]string{}
-	own, err := hls.RewriteVariants(nil, b, func(uri string) string {
-		u := f.onPathway(base, uri, order[0], st)
-		written[u] = uri
-		return u
-	})
-	if err != nil {
-		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
-	}
-	out, err := hls.WithBackups(nil, own, func(uri string) []string {
-		if orig, ok := written[uri]; ok {
-			uri = orig
-		}
+	// the origin wrote, its variable references kept (vars.go).
+	out, err := hls.Backup(nil, b, func(uri string) string {
+		return f.onPathwayVars(base, uri, order[0], st)
+	}, func(uri string) []string {
 		var us []string
 		for _, p := range order[1:] {
-			if u := f.onPathway(base, uri, p, st); u != "" {
+			if u := f.onPathwayVars(base, uri, p, st); u != "" {
 				us = append(us, u)
 			}
 		}

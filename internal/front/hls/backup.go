@@ -1,0 +1,114 @@
+package hls
+
+import "fmt"
+
+// Backup is the playlist of backup variants the front gives a player that
+// cannot steer (the OTT seed: the master playlist names the backup nodes,
+// and a player that fails over between variants moves to them): b with
+// each variant's URI put on the viewer's own pathway by own (kept where
+// own gives ""), a copy of each variant for its backups (WithBackups; the
+// backups are asked for by the URI the origin wrote), and then, because
+// such a player steers by nothing but the order listed:
+//
+//   - every EXT-X-CONTENT-STEERING line removed: a player that read one
+//     would steer by the origin's steering server, between pathways whose
+//     variants this playlist no longer lists as the origin wrote them;
+//   - the PATHWAY-ID of every EXT-X-STREAM-INF and EXT-X-I-FRAME-STREAM-INF
+//     removed: the primaries were put on the viewer's pathway whatever the
+//     origin's PATHWAY-ID said, and hls.js (the package doc) reads the
+//     primaries, first backups and second backups as its pathways ".",
+//     ".." and "..." only when none carries one;
+//   - a variant that, so written, repeats one before it byte for byte
+//     (its EXT-X-STREAM-INF line and a URI line directly after it, or its
+//     EXT-X-I-FRAME-STREAM-INF line) removed: it was the same variant on
+//     another of the origin's pathways, put on the same one.
+//
+// URIs are written as own and backup give them; the rest of b byte for
+// byte. dst is appended to.
+func Backup(dst, b []byte, own func(string) string, backup func(string) []string) ([]byte, error) {
+	written := map[string]string{} // a URI own wrote → the origin's
+	ownb, err := RewriteVariants(nil, b, func(uri string) string {
+		u := own(uri)
+		if u != "" {
+			written[u] = uri
+		}
+		return u
+	})
+	if err != nil {
+		return dst, err
+	}
+	all, err := WithBackups(nil, ownb, func(uri string) []string {
+		if orig, ok := written[uri]; ok {
+			uri = orig
+		}
+		return backup(uri)
+	})
+	if err != nil {
+		return dst, err
+	}
+	return dropPathways(dst, all)
+}
+
+// dropPathways is the multivariant playlist b (already read whole by
+// WithBackups) without its steering lines, without PATHWAY-ID in its
+// variants, and without the variants that then repeat an earlier one.
+func dropPathways(dst, b []byte) ([]byte, error) {
+	seen := map[string]bool{}
+	var pending []byte // an EXT-X-STREAM-INF line so written, with its ending, waiting for its URI line
+	pendingLen := 0    // the length of pending's text, without its ending
+	for at, n := 0, 1; at < len(b); n++ {
+		l := lineAt(b, at)
+		at = l.next
+		text := b[l.start:l.end]
+		name := tagName(text)
+		if pending != nil {
+			if isURILine(text) {
+				key := string(pending[:pendingLen]) + "\n" + string(text)
+				if !seen[key] {
+					seen[key] = true
+					dst = append(dst, pending...)
+					dst = append(dst, b[l.start:l.next]...)
+				}
+				pending = nil
+				continue
+			}
+			// Something between a variant and its URI: the variant is kept.
+			dst = append(dst, pending...)
+			pending = nil
+		}
+		switch string(name) {
+		case SteeringTag:
+			continue
+		case "EXT-X-STREAM-INF", "EXT-X-I-FRAME-STREAM-INF":
+		default:
+			dst = append(dst, b[l.start:l.next]...)
+			continue
+		}
+		if len(text) == 1+len(name) || text[1+len(name)] != ':' {
+			return dst, errAt(n, ErrVariant, fmt.Sprintf("%s without an attribute list", name))
+		}
+		var v variant
+		if err := attrs(b, l.start+2+len(name), l.end, n, &v); err != nil {
+			return dst, err
+		}
+		var w []byte
+		if v.drop.start == v.drop.end {
+			w = append(w, text...)
+		} else {
+			w = append(w, b[l.start:v.drop.start]...)
+			w = append(w, b[v.drop.end:l.end]...)
+		}
+		if string(name) == "EXT-X-STREAM-INF" {
+			pendingLen = len(w)
+			pending = append(w, b[l.end:l.next]...)
+			continue
+		}
+		if seen[string(w)] {
+			continue
+		}
+		seen[string(w)] = true
+		dst = append(dst, w...)
+		dst = append(dst, b[l.end:l.next]...)
+	}
+	return append(dst, pending...), nil
+}
