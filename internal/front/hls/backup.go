@@ -24,7 +24,9 @@ import "fmt"
 //     another of the origin's pathways, put on the same one.
 //
 // URIs are written as own and backup give them; the rest of b byte for
-// byte. dst is appended to.
+// byte. A playlist whose only multivariant tags were steering tags is
+// refused (ErrEmpty), as WithBackups refuses what Variants refuses. dst is
+// appended to.
 func Backup(dst, b []byte, own func(string) string, backup func(string) []string) ([]byte, error) {
 	written := map[string]string{} // a URI own wrote → the origin's
 	ownb, err := RewriteVariants(nil, b, func(uri string) string {
@@ -46,7 +48,17 @@ func Backup(dst, b []byte, own func(string) string, backup func(string) []string
 	if err != nil {
 		return dst, err
 	}
-	return dropPathways(dst, all)
+	n := len(dst)
+	dst, err = dropPathways(dst, all)
+	if err != nil {
+		return dst[:n], err
+	}
+	// A playlist whose only multivariant tags were steering tags has none
+	// left: nothing a player could play.
+	if _, err := Classify(dst[n:]); err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
 }
 
 // dropPathways is the multivariant playlist b (already read whole by
