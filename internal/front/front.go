@@ -224,7 +224,8 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 		}
 	}
 	if class == BackupOnly && kind == "multivariant" && !off {
-		// A viewer's own playlist: never kept by a shared cache.
+		// A viewer's own playlist: never kept by a shared cache, nor by a
+		// CDN told otherwise by the origin (dropTargeted).
 		h.Set("Cache-Control", "private, no-store")
 		h.Del("ETag")
 		dropTargeted(h)
@@ -309,7 +310,8 @@ func (f *Front) mpd(b []byte, class Class, family, dashEl string, off bool) ([]b
 // backups writes the viewer's playlist of backup variants (the OTT seed):
 // each variant on the viewer's own pathway, the first of its order, then
 // again on the next two, so that a failed pathway's viewers spread over
-// the others as their orders do.
+// the others as their orders do; none of the origin's steering is kept
+// (hls.Backup), nor a variable reference changed (onPathwayVars).
 func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([]byte, *api.Error) {
 	o, err := st.Open(r.Context(), query, r.Header)
 	if err != nil {
