@@ -63,31 +63,32 @@ func Backup(dst, b []byte, own func(string) string, backup func(string) []string
 
 // dropPathways is the multivariant playlist b (already read whole by
 // WithBackups) without its steering lines, without PATHWAY-ID in its
-// variants, and without the variants that then repeat an earlier one.
+// variants, and without the variants that then repeat an earlier one. Each
+// variant is written into dst as it is read and taken back when it
+// repeats one, so that only the first of each is copied for the set.
 func dropPathways(dst, b []byte) ([]byte, error) {
-	seen := map[string]bool{}
-	var pending []byte // an EXT-X-STREAM-INF line so written, with its ending, waiting for its URI line
-	pendingLen := 0    // the length of pending's text, without its ending
+	seen := map[string]struct{}{}
+	pending := -1 // where in dst an EXT-X-STREAM-INF line, so written, waits for its URI line
 	for at, n := 0, 1; at < len(b); n++ {
 		l := lineAt(b, at)
 		at = l.next
 		text := b[l.start:l.end]
-		name := tagName(text)
-		if pending != nil {
+		if pending >= 0 {
+			p := pending
+			pending = -1
 			if isURILine(text) {
-				key := string(pending[:pendingLen]) + "\n" + string(text)
-				if !seen[key] {
-					seen[key] = true
-					dst = append(dst, pending...)
-					dst = append(dst, b[l.start:l.next]...)
+				dst = append(dst, text...)
+				if _, ok := seen[string(dst[p:])]; ok {
+					dst = dst[:p]
+					continue
 				}
-				pending = nil
+				seen[string(dst[p:])] = struct{}{}
+				dst = append(dst, b[l.end:l.next]...)
 				continue
 			}
-			// Something between a variant and its URI: the variant is kept.
-			dst = append(dst, pending...)
-			pending = nil
+			// Something between a variant and its URI: the variant stays.
 		}
+		name := tagName(text)
 		switch string(name) {
 		case SteeringTag:
 			continue
@@ -103,24 +104,24 @@ func dropPathways(dst, b []byte) ([]byte, error) {
 		if err := attrs(b, l.start+2+len(name), l.end, n, &v); err != nil {
 			return dst, err
 		}
-		var w []byte
+		start := len(dst)
 		if v.drop.start == v.drop.end {
-			w = append(w, text...)
+			dst = append(dst, text...)
 		} else {
-			w = append(w, b[l.start:v.drop.start]...)
-			w = append(w, b[v.drop.end:l.end]...)
+			dst = append(dst, b[l.start:v.drop.start]...)
+			dst = append(dst, b[v.drop.end:l.end]...)
 		}
 		if string(name) == "EXT-X-STREAM-INF" {
-			pendingLen = len(w)
-			pending = append(w, b[l.end:l.next]...)
+			dst = append(dst, b[l.end:l.next]...)
+			pending = start
 			continue
 		}
-		if seen[string(w)] {
+		if _, ok := seen[string(dst[start:])]; ok {
+			dst = dst[:start]
 			continue
 		}
-		seen[string(w)] = true
-		dst = append(dst, w...)
+		seen[string(dst[start:])] = struct{}{}
 		dst = append(dst, b[l.end:l.next]...)
 	}
-	return append(dst, pending...), nil
+	return dst, nil
 }

@@ -312,6 +312,26 @@ func FuzzBackup(f *testing.F) {
 				t.Fatalf("variant %q not on the viewer's pathway as written:\n%q", v.URI, out)
 			}
 		}
+		// Lines that are neither a variant, a URI line nor a steering tag
+		// (the header, EXT-X-DEFINE, renditions, comments, blank lines)
+		// are all kept, in order, byte for byte.
+		others := func(b []byte) []string {
+			var out []string
+			for _, l := range refLines(string(b)) {
+				switch refName(l) {
+				case SteeringTag, "EXT-X-STREAM-INF", "EXT-X-I-FRAME-STREAM-INF":
+					continue
+				}
+				text := strings.TrimSuffix(l, refEnding(l))
+				if text == "" || text[0] == '#' || strings.Trim(text, " \t") == "" {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		if got, want := others(out), others(b); !slices.Equal(got, want) {
+			t.Fatalf("other lines %q, want %q", got, want)
+		}
 		again, err := Backup(nil, out, func(string) string { return "" }, func(string) []string { return nil })
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("read again: %v\n%q\nwas\n%q", err, again, out)
