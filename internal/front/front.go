@@ -331,7 +331,8 @@ func (f *Front) mpd(b []byte, who viewer, dashEl string, off bool) ([]byte, stri
 // backups writes the viewer's playlist of backup variants (the OTT seed):
 // each variant on the viewer's own pathway, the first of its order, then
 // again on the next two, so that a failed pathway's viewers spread over
-// the others as their orders do.
+// the others as their orders do; none of the origin's steering is kept
+// (hls.Backup), nor a variable reference changed (onPathwayVars).
 func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([]byte, *api.Error) {
 	o, err := st.Open(r.Context(), query, r.Header)
 	if err != nil {
@@ -347,23 +348,13 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	}
 	// The viewer's own pathway, the first of its order, carries its
 	// variants; the next two carry the backups. Each is made from the URI
-	// the origin wrote.
-	written := map[string]string{}
-	own, err := hls.RewriteVariants(nil, b, func(uri string) string {
-		u := f.onPathway(base, uri, order[0], st)
-		written[u] = uri
-		return u
-	})
-	if err != nil {
-		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
-	}
-	out, err := hls.WithBackups(nil, own, func(uri string) []string {
-		if orig, ok := written[uri]; ok {
-			uri = orig
-		}
+	// the origin wrote, its variable references kept (vars.go).
+	out, err := hls.Backup(nil, b, func(uri string) string {
+		return f.onPathwayVars(base, uri, order[0], st)
+	}, func(uri string) []string {
 		var us []string
 		for _, p := range order[1:] {
-			if u := f.onPathway(base, uri, p, st); u != "" {
+			if u := f.onPathwayVars(base, uri, p, st); u != "" {
 				us = append(us, u)
 			}
 		}

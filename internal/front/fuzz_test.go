@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,6 +181,30 @@ func FuzzValidators(f *testing.F) {
 			if !isEntityTag(tg) {
 				t.Fatalf("If-None-Match %q, %q read as %q", tag, line, tg)
 			}
+		}
+	})
+}
+
+// FuzzOnPathwayVars (issue 28, "Backups"): any URI an origin writes is put
+// on a pathway without a panic, and when it is, as a URI that parses and
+// with exactly its variable references (rfc8216bis-22 §4.3), in order,
+// byte for byte.
+func FuzzOnPathwayVars(f *testing.F) {
+	for _, s := range []string{"live/{$rend}.m3u8", "https://o.example/{$a}/x?t={$t}", "{$base}/x", "a/{$x}/../b", "x{$a.b}y", "wvar0z{$q}", "//h/{$x}", "?{$q}#{$f}"} {
+		f.Add(s)
+	}
+	fr := &Front{bases: map[string]string{}}
+	base, _ := url.Parse("https://front.example/hls/live.m3u8")
+	f.Fuzz(func(t *testing.T, uri string) {
+		out := fr.onPathwayVars(base, uri, "b", fixed{})
+		if out == "" {
+			return
+		}
+		if got, want := varRefs(out), varRefs(uri); !slices.Equal(got, want) {
+			t.Fatalf("%q written %q: references %q, want %q", uri, out, got, want)
+		}
+		if _, err := url.Parse(out); err != nil {
+			t.Fatalf("%q written %q: %v", uri, out, err)
 		}
 	})
 }

@@ -246,8 +246,10 @@ func shape(h http.Header, s form, line string) {
 		h.Del("Last-Modified")
 		addVary(h, "User-Agent")
 	case ownPlaylist:
-		// A viewer's own playlist: never kept by a shared cache.
+		// A viewer's own playlist: never kept by a shared cache, nor by a
+		// CDN told otherwise by the origin (dropTargeted).
 		h.Set("Cache-Control", "private, no-store")
+		dropTargeted(h)
 		h.Del("ETag")
 		h.Del("Last-Modified")
 		addVary(h, "User-Agent")

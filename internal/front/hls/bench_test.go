@@ -75,6 +75,25 @@ func BenchmarkWithBackups(b *testing.B) {
 	}
 }
 
+// BenchmarkBackup: the whole backup playlist of the 10 variants: on the
+// viewer's pathway, 2 backups each, steering and PATHWAY-IDs dropped.
+func BenchmarkBackup(b *testing.B) {
+	in := benchPlaylist(true)
+	dst := make([]byte, 0, 16384)
+	own := func(uri string) string { return "https://edge-1.example/live/" + uri }
+	backup := func(uri string) []string {
+		return []string{"https://edge-2.example/live/" + uri, "https://edge-3.example/live/" + uri}
+	}
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if dst, err = Backup(dst[:0], in, own, backup); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkVariants(b *testing.B) {
 	in := benchPlaylist(false)
 	b.SetBytes(int64(len(in)))

@@ -267,3 +267,74 @@ func FuzzWithBackups(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBackup (issue 28, "Backups"): Backup never panics; what it writes
+// holds no steering tag line and no variant (EXT-X-STREAM-INF or
+// EXT-X-I-FRAME-STREAM-INF) with a PATHWAY-ID attribute; every variant of
+// the input is listed on the viewer's pathway with its URI (and so every
+// "{$name}" reference in it, rfc8216bis-22 §4.3) as own wrote it; and a
+// backup playlist read again with nothing to change is itself.
+func FuzzBackup(f *testing.F) {
+	for _, b := range seeds(f) {
+		f.Add(b, "https://edge-2.example/")
+	}
+	f.Add([]byte(steeredOrigin), "https://edge-2.example/{$x}/")
+	f.Add([]byte("#EXTM3U\n#EXT-X-STREAM-INF:PATHWAY-ID=\"a\",B=1\n{$v}.m3u8\n#EXT-X-STREAM-INF:B=1,PATHWAY-ID=\"b\"\n{$v}.m3u8\n"), "b/")
+	f.Fuzz(func(t *testing.T, b []byte, p2 string) {
+		own := func(uri string) string { return "https://edge-1.example/" + uri }
+		out, err := Backup(nil, b, own, func(uri string) []string { return []string{p2 + uri} })
+		if err != nil {
+			return
+		}
+		lines := refLines(string(out))
+		uris := map[string]bool{}
+		for i, l := range lines {
+			name := refName(l)
+			if name == SteeringTag {
+				t.Fatalf("a steering tag at line %d:\n%q", i+1, out)
+			}
+			if name == "EXT-X-STREAM-INF" || name == "EXT-X-I-FRAME-STREAM-INF" {
+				text := strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")
+				for _, a := range splitAttrs(text[len(name)+2:]) {
+					if k, _, _ := strings.Cut(a, "="); k == "PATHWAY-ID" {
+						t.Fatalf("PATHWAY-ID at line %d:\n%q", i+1, out)
+					}
+				}
+			}
+			uris[strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")] = true
+		}
+		in, verr := Variants(b)
+		if verr != nil {
+			t.Fatalf("Backup wrote what Variants refuses (%v):\n%q", verr, b)
+		}
+		for _, v := range in {
+			if !uris[own(v.URI)] {
+				t.Fatalf("variant %q not on the viewer's pathway as written:\n%q", v.URI, out)
+			}
+		}
+		// Lines that are neither a variant, a URI line nor a steering tag
+		// (the header, EXT-X-DEFINE, renditions, comments, blank lines)
+		// are all kept, in order, byte for byte.
+		others := func(b []byte) []string {
+			var out []string
+			for _, l := range refLines(string(b)) {
+				switch refName(l) {
+				case SteeringTag, "EXT-X-STREAM-INF", "EXT-X-I-FRAME-STREAM-INF":
+					continue
+				}
+				text := strings.TrimSuffix(l, refEnding(l))
+				if text == "" || text[0] == '#' || strings.Trim(text, " \t") == "" {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		if got, want := others(out), others(b); !slices.Equal(got, want) {
+			t.Fatalf("other lines %q, want %q", got, want)
+		}
+		again, err := Backup(nil, out, func(string) string { return "" }, func(string) []string { return nil })
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("read again: %v\n%q\nwas\n%q", err, again, out)
+		}
+	})
+}

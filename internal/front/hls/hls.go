@@ -79,11 +79,22 @@
 // Copies drop PATHWAY-ID because hls.js treats a variant that repeats
 // another's attributes with the same PATHWAY-ID as the same variant and
 // discards its URI: a copy that kept it would give hls.js no backup. A
-// primary that has a PATHWAY-ID keeps it; the copies of such a variant then
-// form hls.js's "." and ".." pathways, so a playlist whose primaries carry
-// PATHWAY-IDs should also carry a steering tag naming the primary's pathway,
-// or hls.js starts on the first backups. STABLE-VARIANT-ID is kept, so that
-// hls.js keeps the same rendition when it moves.
+// primary that has a PATHWAY-ID keeps it in WithBackups; the copies of such
+// a variant then form hls.js's "." and ".." pathways, and hls.js starts on
+// the first backups. STABLE-VARIANT-ID is kept, so that hls.js keeps the
+// same rendition when it moves.
+//
+// # Backup playlists
+//
+// Backup is the whole playlist the front gives a player that does not
+// steer (issue 28): the variants put on the viewer's pathway
+// (RewriteVariants), their backups added (WithBackups), and then every
+// steering tag and every variant's PATHWAY-ID (EXT-X-I-FRAME-STREAM-INF's
+// too) removed, with a variant that then repeats an earlier one byte for
+// byte (the same variant on another of the origin's pathways, now on the
+// same one) written once. Such a player steers by the order listed alone,
+// and a steering tag would send one that reads it back to the origin's
+// steering server and pathways.
 //
 // I-frame variants and EXT-X-MEDIA renditions are left as they are: the seed
 // keeps renditions on the original node ("Subtitles stay on the original node
