@@ -3,8 +3,10 @@ package poolsteer
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,6 +331,27 @@ func (ph *Steerer) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	x.req = pool.Request{}
 	poolSteerings.Put(x)
 	answer.Manifest(w, answer.HeaderJSON, nil, m, mb)
+}
+
+// CountViewer counts a viewer the front redirects or gives backups
+// (issue 28: headroom counts live front viewers per edge) as a live
+// session of the pool on first, the pathway its order puts first, as
+// ServeSteer counts a steering request's session: in the table of loads
+// under the pool's key, keyed by the session (a viewer who reopens with
+// it counts once, on its latest first), until its TTL (ttl, in seconds:
+// the request's, which pool.Order sets) and the grace have passed.
+func (ph *Steerer) CountViewer(ctx context.Context, session pool.Session, first string, ttl int) error {
+	ids := ph.route.Load().ids
+	i := slices.Index(ids, first)
+	if i < 0 {
+		return fmt.Errorf("%s has no edge %q", ph.Label(), first)
+	}
+	ttl = max(ttl, 0)
+	now := ph.d.Clock()
+	expires := now + uint64(ttl)*1_000_000 + ph.d.Grace
+	return ph.d.Loads.Steer(ctx, ph.id, len(ids), report.Session(session), now, func([]uint32, uint64) (int, uint64, error) {
+		return i, expires, nil
+	})
 }
 
 // overBudget answers a pool's steering request that is over budget (why):

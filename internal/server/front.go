@@ -127,6 +127,13 @@ func (f *poolFront) Open(ctx context.Context, rawQuery string, h http.Header) (f
 	if !ok {
 		return front.Opening{}, errors.New("the pool has no edges")
 	}
+	// The front opens a pool's viewer only to redirect it or give it
+	// backups: it counts on its first edge as a steering session would
+	// (issue 28: headroom counts live front viewers). The count is the
+	// operator's view; the viewer's answer does not depend on it.
+	if err := ph.CountViewer(ctx, o.Session, o.Order[0], req.TTL); err != nil {
+		f.s.log.Warn("counting a front viewer", "pool", f.name, "err", err)
+	}
 	return front.Opening{Order: o.Order, Query: o.Query}, nil
 }
 
