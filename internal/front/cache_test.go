@@ -367,3 +367,45 @@ func TestCacheConditional(t *testing.T) {
 		t.Errorf("%d origin requests, want 1", n)
 	}
 }
+
+// TestCacheThousandViewers measures the issue's figure: origin requests
+// for 1 000 viewers of one live media playlist (max-age=1, an ETag, as a
+// live origin sends), all at once and then spread evenly over 2 s, without
+// the cache (cache_ms = 0: one request each) and with cache_ms = 1000. All
+// at once is one fetch; over 2 s the answer is kept a second at a time, so
+// at most one fetch per second begun (0, 1 and 2 s: 3), the later ones
+// revalidations the origin answers 304.
+func TestCacheThousandViewers(t *testing.T) {
+	const viewers = 1000
+	for _, ttl := range []time.Duration{0, time.Second} {
+		o := &cachingOrigin{}
+		o.set(0, http.Header{"Cache-Control": {"max-age=1"}, "Etag": {`"v1"`}})
+		f := cachedFront(t, o, ttl, nil)
+		run := func(spread time.Duration) int {
+			before, _ := o.count()
+			var wg sync.WaitGroup
+			start := time.Now()
+			for i := range viewers {
+				wg.Go(func() {
+					time.Sleep(time.Until(start.Add(spread * time.Duration(i) / viewers)))
+					if w := get(f, "/live/a.m3u8"); w.Code != 200 {
+						t.Errorf("viewer %d: %d", i, w.Code)
+					}
+				})
+			}
+			wg.Wait()
+			after, _ := o.count()
+			return after - before
+		}
+		at := run(0)
+		time.Sleep(1100 * time.Millisecond) // the answer of the first run is stale
+		spread := run(2 * time.Second)
+		t.Logf("cache_ms %d: %d origin requests for %d viewers at once, %d for %d over 2 s", ttl.Milliseconds(), at, viewers, spread, viewers)
+		switch {
+		case ttl == 0 && (at != viewers || spread != viewers):
+			t.Errorf("without the cache: %d and %d origin requests, want %d each", at, spread, viewers)
+		case ttl > 0 && (at > 2 || spread > 3):
+			t.Errorf("with the cache: %d and %d origin requests, want 1 (2 should the run outlast the second) and at most 3", at, spread)
+		}
+	}
+}
