@@ -15,9 +15,14 @@ package front
 //
 // Requests for a key that arrive while its fetch is under way wait for
 // that fetch (request collapsing, RFC 9111 §4): one origin request, one
-// answer for all of them. The fetch is the cache's, not a player's: a
-// player that leaves stops waiting (canceled) but the fetch goes on for the
-// others, bounded by the origin's own timeout.
+// answer for all of them, or one error (a dead origin is one timeout, not
+// a thousand). An answer that may not be stored (below) is not reused for
+// them either: it is the first request's, each other request fetches
+// alone, and so do the key's requests for TTL after, rather than queue
+// behind a fetch they could not share (RFC 9111 §5.2.2.5: no-store is no
+// reuse; a CDN's "hit-for-pass"). The fetch is the cache's, not a
+// player's: a player that leaves stops waiting (canceled) but the fetch
+// goes on for the others, bounded by the origin's own timeout.
 //
 // # How long an answer is kept
 //
@@ -99,6 +104,7 @@ type cache struct {
 	order   *list.List               // oldest stored first
 	bytes   int64
 	calls   map[string]*call
+	pass    map[string]time.Time // keys whose last answer might not be reused, until
 }
 
 // entry is a stored 200; never changed once stored (a refresh stores a
@@ -117,7 +123,8 @@ type call struct {
 	done    chan struct{}
 	res     *origin.Response
 	err     error
-	waiting int // the requests that waited for it, under cache.mu
+	waiting int  // the requests that waited for it, under cache.mu
+	shared  bool // res or err may be given to every request that waited
 }
 
 func newCache(ttl time.Duration, maxEntries int, maxBytes int64) *cache {
@@ -128,7 +135,7 @@ func newCache(ttl time.Duration, maxEntries int, maxBytes int64) *cache {
 		maxBytes = DefaultCacheBytes
 	}
 	return &cache{ttl: ttl, maxEntries: maxEntries, maxBytes: maxBytes, now: time.Now,
-		entries: map[string]*list.Element{}, order: list.New(), calls: map[string]*call{}}
+		entries: map[string]*list.Element{}, order: list.New(), calls: map[string]*call{}, pass: map[string]time.Time{}}
 }
 
 // cacheKey is the key of a fetch: the path, a NUL, the query. The origin
@@ -154,20 +161,40 @@ func (c *cache) get(ctx context.Context, key string, fetch fetchFunc) (*origin.R
 			stale = e
 		}
 	}
+	if until, ok := c.pass[key]; ok {
+		if now.Before(until) {
+			c.mu.Unlock()
+			return alone(ctx, fetch)
+		}
+		delete(c.pass, key)
+	}
 	cl, ok := c.calls[key]
 	if !ok {
 		cl = &call{done: make(chan struct{})}
 		c.calls[key] = cl
 		go c.run(context.WithoutCancel(ctx), key, cl, stale, fetch)
 	}
+	first := !ok
 	cl.waiting++
 	c.mu.Unlock()
 	select {
 	case <-cl.done:
+		if !cl.shared && !first {
+			return alone(ctx, fetch) // an answer for one request only
+		}
 		return cl.res, cl.err
 	case <-ctx.Done():
 		return nil, &origin.Error{Status: http.StatusBadGateway, Code: origin.CodeCanceled, Detail: "the request ended before the origin answered"}
 	}
+}
+
+// alone is a fetch for one request, neither shared nor stored.
+func alone(ctx context.Context, fetch fetchFunc) (*origin.Response, error) {
+	res, err := fetch(ctx, "", "")
+	if err == nil && res.Status != http.StatusOK {
+		return nil, &origin.Error{Status: http.StatusBadGateway, Code: origin.CodeBadAnswer, Detail: "the origin answered 304 to a request that was not conditional"}
+	}
+	return res, err
 }
 
 // run is the one fetch of key, revalidating stale when there is one.
@@ -197,8 +224,20 @@ func (c *cache) run(ctx context.Context, key string, cl *call, stale *entry, fet
 	if el, ok := c.entries[key]; ok {
 		c.remove(el)
 	}
+	cl.shared = true // an error is every waiter's: one timeout, not a thousand
 	if err == nil {
-		c.store(key, res, asked, received)
+		if _, _, ok := freshness(res.Header, asked, received); ok {
+			c.store(key, res, asked, received)
+		} else {
+			// no-store and its kin: this answer is its first request's
+			// alone, and the next requests of the key fetch alone for TTL
+			// rather than queue behind a fetch they cannot share.
+			cl.shared = false
+			if len(c.pass) >= c.maxEntries {
+				clear(c.pass)
+			}
+			c.pass[key] = received.Add(c.ttl)
+		}
 	}
 	delete(c.calls, key)
 	c.mu.Unlock()

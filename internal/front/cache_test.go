@@ -409,3 +409,42 @@ func TestCacheThousandViewers(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheNoStoreNotShared: an answer with no-store is not reused, not
+// even for the requests that waited for its fetch (RFC 9111 §5.2.2.5):
+// five requests during the fetch are five origin requests, and a sixth
+// right after fetches alone at once, waiting for no other.
+func TestCacheNoStoreNotShared(t *testing.T) {
+	o := &cachingOrigin{hold: make(chan struct{})}
+	o.set(0, http.Header{"Cache-Control": {"no-store"}})
+	f := cachedFront(t, o, time.Second, nil)
+	const n = 5
+	codes := make(chan int, n)
+	for range n {
+		go func() { codes <- get(f, "/live/a.m3u8").Code }()
+	}
+	for waiting := 0; waiting < n; {
+		time.Sleep(time.Millisecond)
+		f.cache.mu.Lock()
+		if cl := f.cache.calls[cacheKey("/live/a.m3u8", "")]; cl != nil {
+			waiting = cl.waiting
+		}
+		f.cache.mu.Unlock()
+	}
+	close(o.hold)
+	for range n {
+		if c := <-codes; c != 200 {
+			t.Fatalf("status %d", c)
+		}
+	}
+	if got, _ := o.count(); got != n {
+		t.Errorf("%d origin requests for %d requests of a no-store answer, want %d", got, n, n)
+	}
+	get(f, "/live/a.m3u8")
+	f.cache.mu.Lock()
+	_, pass := f.cache.pass[cacheKey("/live/a.m3u8", "")]
+	f.cache.mu.Unlock()
+	if got, _ := o.count(); got != n+1 || !pass {
+		t.Errorf("then %d origin requests, key passed %v; want %d, true", got, pass, n+1)
+	}
+}
