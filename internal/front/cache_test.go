@@ -289,14 +289,7 @@ func TestCacheConcurrent(t *testing.T) {
 	for range n {
 		go func() { codes <- get(f, "/live/a.m3u8") }()
 	}
-	for waiting := 0; waiting < n; {
-		time.Sleep(time.Millisecond)
-		f.cache.mu.Lock()
-		if cl := f.cache.calls[cacheKey("/live/a.m3u8", "")]; cl != nil {
-			waiting = cl.waiting
-		}
-		f.cache.mu.Unlock()
-	}
+	waitFor(t, f, o, n)
 	close(o.hold)
 	for range n {
 		if w := <-codes; w.Code != 200 || w.Body.String() != mediaBody {
@@ -423,14 +416,7 @@ func TestCacheNoStoreNotShared(t *testing.T) {
 	for range n {
 		go func() { codes <- get(f, "/live/a.m3u8").Code }()
 	}
-	for waiting := 0; waiting < n; {
-		time.Sleep(time.Millisecond)
-		f.cache.mu.Lock()
-		if cl := f.cache.calls[cacheKey("/live/a.m3u8", "")]; cl != nil {
-			waiting = cl.waiting
-		}
-		f.cache.mu.Unlock()
-	}
+	waitFor(t, f, o, n)
 	close(o.hold)
 	for range n {
 		if c := <-codes; c != 200 {
@@ -446,5 +432,24 @@ func TestCacheNoStoreNotShared(t *testing.T) {
 	f.cache.mu.Unlock()
 	if got, _ := o.count(); got != n+1 || !pass {
 		t.Errorf("then %d origin requests, key passed %v; want %d, true", got, pass, n+1)
+	}
+}
+
+// waitFor waits until n requests wait for the fetch of /live/a.m3u8, for
+// at most 10 s (then it lets the origin answer, and fails).
+func waitFor(t *testing.T, f *Front, o *cachingOrigin, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for waiting := 0; waiting < n; {
+		if time.Now().After(deadline) {
+			close(o.hold)
+			t.Fatalf("%d requests wait for one fetch after 10 s, want %d", waiting, n)
+		}
+		time.Sleep(time.Millisecond)
+		f.cache.mu.Lock()
+		if cl := f.cache.calls[cacheKey("/live/a.m3u8", "")]; cl != nil {
+			waiting = cl.waiting
+		}
+		f.cache.mu.Unlock()
 	}
 }
