@@ -24,6 +24,7 @@ type cachingOrigin struct {
 	header   http.Header // of every answer
 	notMod   http.Header // added to a 304's
 	hold     chan struct{}
+	body     string // "": mediaBody
 	requests int
 	seen     [][2]string // If-None-Match, If-Modified-Since
 }
@@ -54,6 +55,10 @@ func (o *cachingOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 	w.WriteHeader(status)
+	if o.body != "" {
+		w.Write([]byte(o.body))
+		return
+	}
 	w.Write([]byte(mediaBody))
 }
 
@@ -451,5 +456,44 @@ func waitFor(t *testing.T, f *Front, o *cachingOrigin, n int) {
 			waiting = cl.waiting
 		}
 		f.cache.mu.Unlock()
+	}
+}
+
+// TestCacheValidators: the front's validators (validators.go) through the
+// cache. A steered playlist's ETag is the origin's with the line's digest;
+// the player's If-None-Match of it is answered 304 from the stored answer
+// (the weak comparison, RFC 9110 §13.1.2) without asking the origin; once
+// the line changes, the old tag gets the new playlist (issue 28,
+// "Validators exact"), still from the stored answer.
+func TestCacheValidators(t *testing.T) {
+	o := &cachingOrigin{body: "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nlow.m3u8\n"}
+	o.set(0, http.Header{"Cache-Control": {"max-age=60"}, "Etag": {`W/"v1"`}})
+	st := &reloaded{}
+	st.set(lineA, "")
+	f := cachedFront(t, o, time.Minute, nil)
+	f.exact["/live/main.m3u8"] = st
+	ask := func(inm string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/live/main.m3u8", nil)
+		r.Header.Set("User-Agent", chromeUA)
+		if inm != "" {
+			r.Header.Set("If-None-Match", inm)
+		}
+		w := httptest.NewRecorder()
+		f.ServeHTTP(w, r)
+		return w
+	}
+	tagA := `W/"v1-ws` + digestA + `"`
+	if w := ask(""); w.Code != 200 || w.Header().Get("ETag") != tagA || !strings.Contains(w.Body.String(), lineA) {
+		t.Fatalf("first: %d ETag %q\n%s", w.Code, w.Header().Get("ETag"), w.Body.String())
+	}
+	if w := ask(tagA); w.Code != 304 || w.Header().Get("ETag") != tagA || w.Header().Get("Vary") != "User-Agent" {
+		t.Errorf("the served tag: %d ETag %q Vary %q, want 304 %s User-Agent", w.Code, w.Header().Get("ETag"), w.Header().Get("Vary"), tagA)
+	}
+	st.set(lineB, "")
+	if w := ask(tagA); w.Code != 200 || w.Header().Get("ETag") != `W/"v1-ws`+digestB+`"` || !strings.Contains(w.Body.String(), lineB) {
+		t.Errorf("after the line changed: %d ETag %q\n%s", w.Code, w.Header().Get("ETag"), w.Body.String())
+	}
+	if n, _ := o.count(); n != 1 {
+		t.Errorf("%d origin requests, want 1", n)
 	}
 }
