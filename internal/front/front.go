@@ -79,6 +79,12 @@ type Config struct {
 	// (agents.classify says the order).
 	RedirectAgents, BackupAgents, SteerAgents []string
 	Logger                                    *slog.Logger
+	// CacheTTL is the longest an origin's answer is kept (cache.go);
+	// 0 keeps none and fetches for every request. CacheEntries and
+	// CacheBytes bound the cache; 0: DefaultCacheEntries, DefaultCacheBytes.
+	CacheTTL     time.Duration
+	CacheEntries int
+	CacheBytes   int64
 }
 
 // ModeParam is the query parameter that forces a class for testing:
@@ -98,6 +104,7 @@ type Front struct {
 	rules     [classCount][ruleCount]atomic.Uint64
 	redirects atomic.Uint64
 	failures  sync.Map // code → *atomic.Uint64
+	cache     *cache   // nil: none
 }
 
 // New makes the front of cfg.
@@ -108,6 +115,9 @@ func New(cfg Config) (*Front, error) {
 	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]string{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents, cfg.SteerAgents), log: cfg.Logger}
 	if f.log == nil {
 		f.log = slog.Default()
+	}
+	if cfg.CacheTTL > 0 {
+		f.cache = newCache(cfg.CacheTTL, cfg.CacheEntries, cfg.CacheBytes)
 	}
 	for _, p := range cfg.Playlists {
 		if p.Steering == nil || p.Path == "" || p.Path[0] != '/' {
@@ -268,10 +278,15 @@ func Preflight(w http.ResponseWriter) {
 }
 
 // fetch gets the path from the origin, conditionally when ifNoneMatch
-// (the origin's tags) is not "".
+// (the origin's tags) is not "", through the cache when there is one.
 func (f *Front) fetch(r *http.Request, query, ifNoneMatch string) (*origin.Response, *api.Error) {
-	req := &origin.Request{Path: r.URL.Path, RawQuery: query, IfNoneMatch: ifNoneMatch}
-	res, err := f.origin.Fetch(r.Context(), req)
+	var res *origin.Response
+	var err error
+	if f.cache != nil {
+		res, err = f.cached(r, query, ifNoneMatch)
+	} else {
+		res, err = f.origin.Fetch(r.Context(), &origin.Request{Path: r.URL.Path, RawQuery: query, IfNoneMatch: ifNoneMatch})
+	}
 	if err != nil {
 		var oe *origin.Error
 		if errors.As(err, &oe) {

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waisteer/waisteer/internal/front/origin"
 )
@@ -205,6 +207,63 @@ func FuzzOnPathwayVars(f *testing.F) {
 		}
 		if _, err := url.Parse(out); err != nil {
 			t.Fatalf("%q written %q: %v", uri, out, err)
+		}
+	})
+}
+
+// FuzzCacheControl: the cache's reader of the origin's Cache-Control, Age
+// and Expires (cachecontrol.go) never panics; two field lines read as the
+// one line they join into (RFC 9110 §5.3); a lone max-age of digits is its
+// number, capped at 2^31 (RFC 9111 §1.2.2), by strconv; a lifetime or an
+// age is never negative, and takes the response delay in.
+func FuzzCacheControl(f *testing.F) {
+	for _, s := range [][3]string{
+		{"max-age=2", "", ""}, {"no-store", "max-age=1", "3"}, {`private="Set-Cookie"`, "", ""},
+		{`max-age="5", s-maxage=1`, "", "0"}, {"max-age=99999999999999999999", "public", ""},
+		{"max-age=1, max-age=2", "", "x"}, {`no-cache="a\"b"`, ",,", "-1"}, {"max-age", "=", ""},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, a, b, age string) {
+		cc, ok := parseCacheControl([]string{a, b})
+		joined, jok := parseCacheControl([]string{a + "," + b})
+		if ok != jok || cc != joined {
+			t.Fatalf("%q, %q: %+v %v; joined %+v %v", a, b, cc, ok, joined, jok)
+		}
+		if digits := strings.TrimPrefix(a, "max-age="); digits != a && digits != "" && strings.Trim(digits, "0123456789") == "" && b == "" {
+			want := int64(1 << 31)
+			if n, err := strconv.ParseUint(digits, 10, 64); err == nil && n < 1<<31 {
+				want = int64(n)
+			}
+			if !ok || cc.maxAge != want {
+				t.Fatalf("%q: max-age %d %v, want %d", a, cc.maxAge, ok, want)
+			}
+		}
+		h := http.Header{"Cache-Control": {a, b}, "Age": {age}, "Expires": {b}}
+		life, init, stored := freshness(h, at, at.Add(time.Millisecond))
+		if stored && (life < 0 || init < time.Millisecond) {
+			t.Fatalf("%v: lifetime %v, initial age %v", h, life, init)
+		}
+	})
+}
+
+// FuzzCacheKey: two fetches share a cache key only when the origin sees
+// one request: the same path and the same query. Paths are those the
+// origin accepts (no control character, origin's checkPath).
+func FuzzCacheKey(f *testing.F) {
+	f.Add("/live/a.m3u8", "", "/live/a.m3u8", "x=1")
+	f.Add("/live/a.m3u8?", "x", "/live/a.m3u8", "?x")
+	f.Add("/a", "\x00b", "/a\x00", "b")
+	f.Fuzz(func(t *testing.T, p1, q1, p2, q2 string) {
+		for _, p := range []string{p1, p2} {
+			if strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				return
+			}
+		}
+		same := cacheKey(p1, q1) == cacheKey(p2, q2)
+		if same != (p1 == p2 && q1 == q2) {
+			t.Fatalf("(%q, %q) and (%q, %q): same key %v", p1, q1, p2, q2, same)
 		}
 	})
 }

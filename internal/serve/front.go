@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/server"
@@ -18,6 +19,7 @@ type frontFile struct {
 	Origin         *string             `toml:"origin"`
 	Timeout        *string             `toml:"timeout"`
 	MaxBytes       *int64              `toml:"max_bytes"`
+	CacheMS        *int64              `toml:"cache_ms"`
 	Bases          map[string]string   `toml:"bases"`
 	RedirectAgents []string            `toml:"redirect_agents"`
 	BackupAgents   []string            `toml:"backup_agents"`
@@ -30,6 +32,16 @@ type frontPlaylistFile struct {
 	Pool *string `toml:"pool"`
 	Room *string `toml:"room"`
 }
+
+// DefaultFrontCache is the longest the front keeps an origin's answer
+// when cache_ms is not given (issue 28, "An origin cache"): a second. A
+// live playlist's target duration is seconds (2 to 10), and a player
+// reloads it every target duration (RFC 8216 §6.3.4, half of it when
+// unchanged); kept a second, a new segment reaches a viewer at most a
+// second late, within every player's reload interval, while a thousand
+// viewers reloading within that second are one origin fetch. The origin's
+// own max-age, when shorter, wins.
+const DefaultFrontCache = time.Second
 
 // originBase is the origin as origin.New takes it: a URL as written, or
 // a directory, which a relative path names relative to the file's
@@ -85,6 +97,13 @@ func (r *serveReader) front(f *frontFile, cfg *Config) {
 			r.Errorf("front.max_bytes", "%d is not 1024 to 67108864", *f.MaxBytes)
 		}
 		o.MaxBytes = *f.MaxBytes
+	}
+	fc.CacheTTL = DefaultFrontCache
+	if f.CacheMS != nil {
+		if *f.CacheMS < 0 || *f.CacheMS > 60000 {
+			r.Errorf("front.cache_ms", "%d is not 0 (no cache) to 60000", *f.CacheMS)
+		}
+		fc.CacheTTL = time.Duration(*f.CacheMS) * time.Millisecond
 	}
 	switch {
 	case f.Origin == nil || *f.Origin == "":

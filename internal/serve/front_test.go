@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/store"
@@ -133,5 +134,39 @@ func TestFrontAgentLists(t *testing.T) {
 	writeFile(t, name, strings.Replace(doc, "\"Web0S\"", "\" \"", 1))
 	if _, err := serve.Load(name, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "serve.toml:9: front.steer_agents[1]") {
 		t.Errorf("an empty steer_agents pattern: %v", err)
+	}
+}
+
+// TestFrontCacheMS (issue 28, "An origin cache"): [front] cache_ms caps how
+// long the front keeps an origin's answer: 1000 ms when not given (a
+// second, within any live playlist's target duration), 0 for no cache,
+// up to 60000; other values are refused with the file's line.
+func TestFrontCacheMS(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "serve.toml")
+	for _, c := range []struct {
+		line string
+		want time.Duration
+		err  string
+	}{
+		{"", time.Second, ""},
+		{"cache_ms = 0\n", 0, ""},
+		{"cache_ms = 250\n", 250 * time.Millisecond, ""},
+		{"cache_ms = 60000\n", time.Minute, ""},
+		{"cache_ms = -1\n", 0, "serve.toml:6: front.cache_ms"},
+		{"cache_ms = 60001\n", 0, "serve.toml:6: front.cache_ms"},
+	} {
+		writeFile(t, name, strings.Replace(frontDoc("http://127.0.0.1:9"), "[front]\n", "[front]\n"+c.line, 1))
+		cfg, err := serve.Load(name, func(string) string { return "" })
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want %q", c.line, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.line, err)
+		case cfg.Server.Front.CacheTTL != c.want:
+			t.Errorf("%q: CacheTTL %v, want %v", c.line, cfg.Server.Front.CacheTTL, c.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
@@ -28,7 +29,8 @@ type FrontConfig struct {
 	Playlists                    []FrontPlaylist
 	Bases                        map[string]string // declared pathways' URL bases
 	RedirectAgents, BackupAgents []string
-	SteerAgents                  []string // players to steer, over the built-in classes (issue 28)
+	SteerAgents                  []string      // players to steer, over the built-in classes (issue 28)
+	CacheTTL                     time.Duration // the origin cache's cap (front.Config); 0: none
 }
 
 // FrontPlaylist is a path of the front (exact, or a prefix ending in "/")
@@ -64,7 +66,8 @@ func (s *Server) openFront(fc *FrontConfig) (*front.Front, error) {
 		pls = append(pls, front.Playlist{Path: p.Path, Steering: st})
 	}
 	return front.New(front.Config{Origin: fc.Origin, Playlists: pls, Bases: fc.Bases,
-		RedirectAgents: fc.RedirectAgents, BackupAgents: fc.BackupAgents, SteerAgents: fc.SteerAgents, Logger: s.log})
+		RedirectAgents: fc.RedirectAgents, BackupAgents: fc.BackupAgents, SteerAgents: fc.SteerAgents, Logger: s.log,
+		CacheTTL: fc.CacheTTL})
 }
 
 // hubNamed finds a room by its id or its descriptor's name.
