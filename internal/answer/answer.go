@@ -61,13 +61,7 @@ func Steerable(w http.ResponseWriter, r *http.Request) bool {
 // Preflight answers a CORS preflight: a player in a browser sends CMCD in
 // request headers (CTA-5004-B header mode), which makes its GET need one.
 func Preflight(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Content-Type")
-	h.Set("Access-Control-Max-Age", "86400")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusNoContent)
+	web.Preflight(w, "GET, POST, OPTIONS", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Content-Type")
 }
 
 // Manifest writes m, made in the pooled buffer mb, as a 200 of

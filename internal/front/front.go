@@ -27,6 +27,7 @@ import (
 	"github.com/waisteer/waisteer/internal/front/dash"
 	"github.com/waisteer/waisteer/internal/front/hls"
 	"github.com/waisteer/waisteer/internal/front/origin"
+	"github.com/waisteer/waisteer/internal/web"
 )
 
 // Opening is a viewer's order, for a player sent no manifest.
@@ -268,13 +269,7 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 // CMCD in headers (CTA-5004-B header mode), a Range, or a validator of its
 // cache (issue 28).
 func Preflight(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-None-Match, If-Modified-Since")
-	h.Set("Access-Control-Max-Age", "86400")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusNoContent)
+	web.Preflight(w, "GET, HEAD, OPTIONS", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-None-Match, If-Modified-Since")
 }
 
 // fetch gets the path from the origin, conditionally when ifNoneMatch

@@ -26,7 +26,7 @@ func (s *Server) newDashboard() *dashboard.Dashboard {
 	d.Pools = func() []dashboard.Pool {
 		var out []dashboard.Pool
 		for _, ph := range s.poolsSorted() {
-			out = append(out, dashPool{s, ph})
+			out = append(out, dashPool{ph})
 		}
 		return out
 	}
@@ -64,13 +64,10 @@ func (r dashRoom) Hops(a, b uint64) []dashboard.Hop {
 }
 
 // dashPool is a pool as the dashboard reads it.
-type dashPool struct {
-	s  *Server
-	ph *poolsteer.Steerer
-}
+type dashPool struct{ ph *poolsteer.Steerer }
 
 func (p dashPool) Name() string { return p.ph.Name() }
 
 func (p dashPool) View(ctx context.Context, loadsAt uint64) view.PoolView {
-	return p.s.poolViewAt(ctx, p.ph, loadsAt)
+	return p.ph.ViewAt(ctx, loadsAt)
 }

@@ -230,7 +230,7 @@ func (s *Server) serveFrontStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) frontStatus(ctx context.Context) FrontStatus {
 	st := FrontStatus{Opens: s.front.Opens()}
 	for _, ph := range s.poolsSorted() {
-		v := s.poolView(ctx, ph)
+		v := ph.View(ctx)
 		ph := PoolHeadroom{Pool: ph.Name(), Edges: map[string]float64{}}
 		for _, e := range v.Edges {
 			if e.Health.Up && !e.Drained && e.Weight > 0 {

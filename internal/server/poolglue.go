@@ -61,13 +61,3 @@ func poolPathFree(path string) error {
 
 // poolsSorted lists the pools by name ("" first).
 func (s *Server) poolsSorted() []*poolsteer.Steerer { return s.pools.Sorted() }
-
-// poolView is the operator's view of a pool now.
-func (s *Server) poolView(ctx context.Context, ph *poolsteer.Steerer) PoolView {
-	return ph.View(ctx)
-}
-
-// poolViewAt is poolView with the live sessions as of loadsAt.
-func (s *Server) poolViewAt(ctx context.Context, ph *poolsteer.Steerer, loadsAt uint64) PoolView {
-	return ph.ViewAt(ctx, loadsAt)
-}

@@ -459,7 +459,7 @@ func TestRouteTableBothEngines(t *testing.T) {
 		rw.Evaluate(e.srv.log, now)
 		st := e.srv.sortedHubs()[0].State()
 		seq, _ := st.KeyLogSeq()
-		v := e.srv.poolView(context.Background(), e.srv.poolNamed(""))
+		v := e.srv.poolNamed("").View(context.Background())
 		var edges []string
 		for _, ed := range v.Edges {
 			edges = append(edges, fmt.Sprintf("%s w%d drained=%v", ed.Pathway, ed.Weight, ed.Drained))
