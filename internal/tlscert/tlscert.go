@@ -61,23 +61,30 @@ const (
 // Error is why a pair was refused, and in which of its files.
 type Error struct {
 	Part   string // PartCert or PartKey
+	File   string // the file's path, when Load read it and its bytes are wrong
 	Reason string
 }
 
-func (e *Error) Error() string { return e.Reason }
+func (e *Error) Error() string {
+	if e.File != "" {
+		return e.File + ": " + e.Reason
+	}
+	return e.Reason
+}
 
 func certErr(format string, args ...any) error {
-	return &Error{PartCert, fmt.Sprintf(format, args...)}
+	return &Error{Part: PartCert, Reason: fmt.Sprintf(format, args...)}
 }
 
 func keyErr(format string, args ...any) error {
-	return &Error{PartKey, fmt.Sprintf(format, args...)}
+	return &Error{Part: PartKey, Reason: fmt.Sprintf(format, args...)}
 }
 
 // Pair is a certificate chain and its key, checked.
 type Pair struct {
-	Certificate *tls.Certificate // Leaf set
-	Warnings    []string         // what the operator should know of an accepted pair
+	Certificate       *tls.Certificate // Leaf set
+	Warnings          []string         // what the operator should know of an accepted pair
+	CertFile, KeyFile string           // the files Load read it from
 }
 
 // Parse reads a pair from the PEM bytes of its two files and checks it at
@@ -203,48 +210,54 @@ func name(c *x509.Certificate) string {
 	return fmt.Sprintf("the certificate %q (serial %s)", subject, c.SerialNumber.Text(16))
 }
 
-// Load reads and checks the pair of two files at time now. An error that
-// is the pair's is an *Error.
+// Load reads and checks the pair of two files at time now. Its errors are
+// *Error, with the file's path.
 func Load(certFile, keyFile string, now time.Time) (*Pair, error) {
 	certPEM, err := files.Read(certFile, MaxFileBytes)
 	if err != nil {
-		return nil, &Error{PartCert, err.Error()}
+		return nil, &Error{Part: PartCert, Reason: err.Error()} // the path is in it
 	}
 	keyPEM, err := files.Read(keyFile, MaxFileBytes)
 	if err != nil {
-		return nil, &Error{PartKey, err.Error()}
+		return nil, &Error{Part: PartKey, Reason: err.Error()}
 	}
-	return Parse(certPEM, keyPEM, now)
+	p, err := Parse(certPEM, keyPEM, now)
+	if e := (*Error)(nil); errors.As(err, &e) {
+		e.File = certFile
+		if e.Part == PartKey {
+			e.File = keyFile
+		}
+		return nil, err
+	}
+	p.CertFile, p.KeyFile = certFile, keyFile
+	return p, nil
 }
 
 // Cert is the certificate a server presents: one pair at a time, replaced
 // whole.
 type Cert struct {
-	certFile, keyFile string
-	cur               atomic.Pointer[tls.Certificate]
+	cur atomic.Pointer[Pair]
 }
 
-// New is the Cert of two files, and the pair they hold now.
-func New(certFile, keyFile string, p *Pair) *Cert {
-	c := &Cert{certFile: certFile, keyFile: keyFile}
-	c.cur.Store(p.Certificate)
+// New is the Cert that presents p.
+func New(p *Pair) *Cert {
+	c := &Cert{}
+	c.cur.Store(p)
 	return c
 }
 
-// Files are the files the pair is read from.
-func (c *Cert) Files() (certFile, keyFile string) { return c.certFile, c.keyFile }
-
-// Current is the pair handshakes take now.
-func (c *Cert) Current() *tls.Certificate { return c.cur.Load() }
+// Pair is the pair handshakes take now.
+func (c *Cert) Pair() *Pair { return c.cur.Load() }
 
 // Set makes p the pair of the handshakes that follow.
-func (c *Cert) Set(p *Pair) { c.cur.Store(p.Certificate) }
+func (c *Cert) Set(p *Pair) { c.cur.Store(p) }
 
-// Reload reads the files again and, when their pair loads, makes it the
-// pair of the handshakes that follow; when it does not, the current pair
-// stays and the error says why.
+// Reload reads the current pair's files again and, when their pair loads,
+// makes it the pair of the handshakes that follow; when it does not, the
+// current pair stays and the error says why.
 func (c *Cert) Reload(now time.Time) (*Pair, error) {
-	p, err := Load(c.certFile, c.keyFile, now)
+	cur := c.cur.Load()
+	p, err := Load(cur.CertFile, cur.KeyFile, now)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +269,7 @@ func (c *Cert) Reload(now time.Time) (*Pair, error) {
 // asked for.
 func (c *Cert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if p := c.cur.Load(); p != nil {
-		return p, nil
+		return p.Certificate, nil
 	}
 	return nil, errors.New("tlscert: no certificate")
 }

@@ -195,9 +195,9 @@ func TestReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := tlscert.New(certFile, keyFile, p)
-	if f1, f2 := c.Files(); f1 != certFile || f2 != keyFile {
-		t.Errorf("Files %s %s", f1, f2)
+	c := tlscert.New(p)
+	if p := c.Pair(); p.CertFile != certFile || p.KeyFile != keyFile {
+		t.Errorf("files %s %s", p.CertFile, p.KeyFile)
 	}
 	serial := func() string {
 		t.Helper()
