@@ -3,8 +3,9 @@
 // cmd/waisteer/testdata/serve/example.toml, key by key), read and checked
 // before anything listens; a durable store; structured logs; bounded
 // timeouts; HTTPS on either engine, its certificate read again on SIGHUP
-// (tls.go, internal/tlscert); and a graceful shutdown that answers the requests in flight and
-// writes the pending decisions before the store closes.
+// (tls.go, internal/tlscert); and a graceful shutdown that answers the
+// requests in flight and writes the pending decisions before the store
+// closes.
 package serve
 
 import (
