@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -14,25 +13,24 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/internal/testca"
-	"github.com/waisteer/waisteer/store"
 )
 
-// tlsServer is a server of one pool over HTTPS, its files in dir, and
-// reloads sent to it as SIGHUP would (Run's channel).
+// tlsServer is a server of one pool over HTTPS, its files in dir.
 type tlsServer struct {
 	url, dir string
 	ca       *testca.CA
-	reloads  chan struct{}
 	logs     *lockedLog
 }
 
 // startTLS writes a CA's files for 127.0.0.1 and a configuration of the
-// pair under [http] with engine into a new directory, and serves it.
+// pair under [http] with engine into a new directory, and serves it as
+// `waisteer serve` does (serve.Run, which reloads on SIGHUP).
 func startTLS(t *testing.T, engine string) (*tlsServer, *testca.Leaf) {
 	t.Helper()
 	dir := t.TempDir()
@@ -52,20 +50,13 @@ func startTLS(t *testing.T, engine string) (*tlsServer, *testca.Leaf) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &tlsServer{dir: dir, ca: ca, reloads: make(chan struct{}), logs: &lockedLog{}}
-	cfg.Reloads = s.reloads
+	s := &tlsServer{dir: dir, ca: ca, logs: &lockedLog{}}
 	logger := slog.New(slog.NewTextHandler(s.logs, nil))
 	cfg.Server.Logger = logger
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- serve.Serve(ctx, nil, logger, ln, cfg, store.NewMemory(), store.NewLoads(), func(u string) { urls <- u })
-	}()
+	go func() { done <- serve.Run(ctx, nil, logger, cfg, func(u string) { urls <- u }) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -180,7 +171,7 @@ func TestHTTPS(t *testing.T) {
 
 // TestHTTPSReload (issue 28, HTTPS: "reloaded on SIGHUP without dropping
 // connections"): on each engine, after the pair's files are replaced and
-// the configuration reloaded as SIGHUP does, a new connection sees the new
+// the process gets SIGHUP, a new connection sees the new
 // certificate (its serial) while a connection made before keeps being
 // served on the old one (its request after the reload answered on the
 // same connection); a pair whose key is another certificate's, and an
@@ -215,7 +206,9 @@ func TestHTTPSReload(t *testing.T) {
 			reload := func(want string) {
 				t.Helper()
 				n := strings.Count(s.logs.String(), want)
-				s.reloads <- struct{}{}
+				if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+					t.Fatal(err)
+				}
 				for deadline := time.Now().Add(5 * time.Second); strings.Count(s.logs.String(), want) == n; time.Sleep(10 * time.Millisecond) {
 					if time.Now().After(deadline) {
 						t.Fatalf("no %q in the log 5 s after the reload:\n%s", want, s.logs.String())
