@@ -20,7 +20,8 @@
 // does not parse, the key is not the first certificate's, or the first
 // certificate has expired: every client refuses an expired certificate, so
 // a server that started with one would serve nothing. A certificate that is
-// not valid yet (a clock behind the issuer's) is accepted, with a warning.
+// not valid yet (a clock behind the issuer's) is accepted, with a warning; so
+// is a chain in which a certificate is not issued by the next.
 //
 // # Reload
 //
@@ -136,6 +137,15 @@ func Parse(certPEM, keyPEM []byte, now time.Time) (*Pair, error) {
 	p := &Pair{Certificate: &tls.Certificate{Certificate: chain, PrivateKey: key, Leaf: leaf}}
 	if now.Before(leaf.NotBefore) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s is not valid before %s: clients refuse it until then (is the clock right?)", name(leaf), leaf.NotBefore.UTC().Format(time.RFC3339)))
+	}
+	// Each certificate should be issued by the next (RFC 8446 §4.4.2).
+	// Clients build the path from what they are sent in any order and
+	// ignore what they do not need, so this is a warning: the chain may
+	// still lack the intermediate a client needs.
+	for i := 0; i+1 < len(certs); i++ {
+		if certs[i].CheckSignatureFrom(certs[i+1]) != nil {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the chain's certificate %d (%s) is not issued by certificate %d (%s): a client that lacks the intermediate refuses the chain", i+1, name(certs[i]), i+2, name(certs[i+1])))
+		}
 	}
 	return p, nil
 }

@@ -85,7 +85,8 @@ func TestParseRefuses(t *testing.T) {
 }
 
 // TestParseAccepts: the pairs operators have are read: a chain with its
-// intermediate, one file holding both, text around the blocks (RFC 7468
+// intermediate (and one with a CA that did not issue the leaf, with a
+// warning), one file holding both, text around the blocks (RFC 7468
 // §2), and openssl's own key forms (SEC 1 after "EC PARAMETERS", PKCS #1
 // RSA, PKCS #8 Ed25519), made by openssl rather than by this test. A
 // certificate not valid yet is accepted with a warning that says when it
@@ -121,6 +122,14 @@ func TestParseAccepts(t *testing.T) {
 	}
 	if p != nil && len(p.Warnings) != 0 {
 		t.Errorf("a valid pair warns %q", p.Warnings)
+	}
+	// The leaf, then a CA that did not issue it.
+	wrong := slices.Concat(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: l.Cert.Raw}), newCA(t).PEM)
+	if p := check("a wrong intermediate", wrong, l.KeyPEM, l.Cert.Raw); p != nil {
+		if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "the chain's certificate 1 (the certificate \"127.0.0.1\"") ||
+			!strings.Contains(p.Warnings[0], "is not issued by certificate 2 (the certificate \"waisteer test CA") {
+			t.Errorf("warnings %q", p.Warnings)
+		}
 	}
 
 	openssl, err := exec.LookPath("openssl")
