@@ -19,8 +19,10 @@ import (
 type Config struct {
 	AddressDecisions, AddressSessions limit.Rate
 	NetworkDecisions, NetworkSessions limit.Rate
-	// TrustedProxies are the proxies whose X-Forwarded-For says whom a
-	// request came from (limit.Proxies.Client); none: the peer.
+	// TrustedProxies are the proxies whose Forwarded or X-Forwarded-For
+	// says whom a request came from, and whose Forwarded or
+	// X-Forwarded-Proto and -Host what it reached (internal/reach); none:
+	// the peer.
 	TrustedProxies limit.Proxies
 }
 
@@ -61,19 +63,6 @@ func New(c Config) *Budgets {
 		netDecisions:  limit.NewTable[netip.Prefix](c.NetworkDecisions, maxKeys),
 		netSessions:   limit.NewTable[netip.Prefix](c.NetworkSessions, maxKeys),
 	}
-}
-
-// ForwardedFor is the header trusted proxies name the client in, as
-// net/http and fasthttp spell it.
-const ForwardedFor = "X-Forwarded-For"
-
-// Client is the address r came from: its peer's, or through the trusted
-// proxies p, the one they name. A peer whose address does not read is the
-// zero address, one key for all such. Budgets key on it; so may any route
-// that weighs clients by address.
-func Client(p limit.Proxies, r *http.Request) netip.Addr {
-	peer, _ := limit.ParseRemote(r.RemoteAddr)
-	return p.Client(peer, r.Header[ForwardedFor])
 }
 
 // Admit spends the budgets of a request from a at now: a decision of its

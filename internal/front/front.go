@@ -27,6 +27,7 @@ import (
 	"github.com/waisteer/waisteer/internal/front/dash"
 	"github.com/waisteer/waisteer/internal/front/hls"
 	"github.com/waisteer/waisteer/internal/front/origin"
+	"github.com/waisteer/waisteer/internal/reach"
 	"github.com/waisteer/waisteer/internal/web"
 )
 
@@ -452,13 +453,11 @@ func (f *Front) redirect(w http.ResponseWriter, r *http.Request, st Steering, qu
 	api.WriteError(w, api.Errorf(api.Internal, "no pathway of %s's order %v has a host or a base to redirect to", st.Name(), o.Order))
 }
 
-// requestURL is the URL the player asked for, as it reached the front.
+// requestURL is the URL the player asked for, as it reached the front:
+// through the proxies the server trusts, or on its public_url, as the
+// server put it in r's context (reach.BaseOf).
 func requestURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + r.URL.RequestURI()
+	return reach.BaseOf(r) + r.URL.RequestURI()
 }
 
 // stripMode removes ModeParam from a raw query, byte for byte otherwise,

@@ -56,7 +56,8 @@ func ParseRemote(s string) (netip.Addr, bool) {
 
 // Proxies are the networks of the proxies (TLS terminators, load
 // balancers) a server trusts to say whom a request came from, in
-// X-Forwarded-For. Nil trusts none: the peer is the client.
+// X-Forwarded-For (Client) or Forwarded, and what it reached
+// (internal/reach). Nil trusts none: the peer is the client.
 type Proxies []netip.Prefix
 
 // Trusts reports whether a is in one of the networks.

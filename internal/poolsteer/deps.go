@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/waisteer/waisteer/internal/budget"
-	"github.com/waisteer/waisteer/internal/limit"
+	"github.com/waisteer/waisteer/internal/reach"
 	"github.com/waisteer/waisteer/store"
 )
 
@@ -20,11 +20,11 @@ type Deps struct {
 	Log     *slog.Logger
 
 	// Budgets are the steering routes' budgets, the server's (one for
-	// every room and pool); nil for none. Proxies are those whose
-	// X-Forwarded-For names the client (budget.Client), which budgets and
-	// QoE weigh requests by.
+	// every room and pool); nil for none. Reach reads, through the
+	// trusted proxies, the client that budgets and QoE weigh requests by
+	// and the base the RELOAD-URI is written on (nil: no proxy trusted).
 	Budgets *budget.Budgets
-	Proxies limit.Proxies
+	Reach   *reach.Reader
 	// Operator checks the operator's token, answering when it fails.
 	Operator func(http.ResponseWriter, *http.Request) bool
 	// PathFree refuses a pool's path that is one of the server's own

@@ -300,10 +300,11 @@ func (ph *Steerer) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	x := poolSteerings.Get().(*poolSteering)
 	x.req.RawQuery = r.URL.RawQuery
 	x.req.Cohort = cohortHeaderOf(r, rt.cohortHeader)
-	x.req.Base = requestBase(r)
+	viewer := ph.d.Reach.Of(r)
+	x.req.Base = viewer.Base()
 	if l := ph.d.Budgets; l != nil {
 		_, has := ph.p.SessionOf(&x.req)
-		if why := l.Admit(budget.Client(ph.d.Proxies, r), !has, time.UnixMicro(int64(ph.d.Clock()))); why != "" {
+		if why := l.Admit(viewer.Client, !has, time.UnixMicro(int64(ph.d.Clock()))); why != "" {
 			ph.overBudget(w, rt, &x.req, rep, why, has)
 			x.req = pool.Request{}
 			poolSteerings.Put(x)
@@ -319,7 +320,7 @@ func (ph *Steerer) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	mb := answer.Buffers.Get().(*[]byte)
 	m, first, session := ph.p.Steer((*mb)[:0], &x.req)
 	if w := ph.qoe.Load(); w != nil && rep.Present&report.HasPathway != 0 {
-		w.w.AddReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(budget.Client(ph.d.Proxies, r)), at)
+		w.w.AddReport(rt.ids, rep, ph.p.CohortOf(&x.req), report.Session(session), qoe.ClientOf(viewer.Client), at)
 	}
 	x.first = first
 	x.expires = now + uint64(x.req.TTL)*1_000_000 + ph.d.Grace
@@ -403,19 +404,6 @@ func (ph *Steerer) awayOf(rt *poolRoute, req *pool.Request, rep report.Report, a
 		ph.away.Keep(s, id, at.Add(rt.qoe.Hold))
 	}
 	return id
-}
-
-// requestBase is the scheme and authority a request reached, which a
-// pool's RELOAD-URI is written under unless its public_url says otherwise:
-// players resolve a relative one against different bases (players.md).
-func requestBase(r *http.Request) string {
-	if r.Host == "" {
-		return ""
-	}
-	if r.TLS != nil {
-		return "https://" + r.Host
-	}
-	return "http://" + r.Host
 }
 
 // cohortHeaderOf is the first value of a cohort header, "" for none.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/commit"
-	"github.com/waisteer/waisteer/internal/limit"
+	"github.com/waisteer/waisteer/internal/reach"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/policy"
@@ -30,7 +30,7 @@ type Deps struct {
 	Commits *commit.Decisions
 	Records *commit.Records
 	Budgets *budget.Budgets // nil for none
-	Proxies limit.Proxies   // whose X-Forwarded-For names the client
+	Reach   *reach.Reader   // names the client through trusted proxies (Forwarded, X-Forwarded-For)
 	Closing *atomic.Bool    // set once the server closes: steering answers 503
 
 	// Routes is the server's table of steering routes, which a new policy

@@ -11,7 +11,6 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/answer"
 	"github.com/waisteer/waisteer/internal/api"
-	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/commit"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -47,7 +46,7 @@ func (h *Room) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	q := report.ParseQuery(r.RequestURI)
 	session, ok := q.Session()
 	if h.d.Budgets != nil {
-		if why := h.d.Budgets.Admit(budget.Client(h.d.Proxies, r), !ok, h.limitNow()); why != "" {
+		if why := h.d.Budgets.Admit(h.d.Reach.Of(r).Client, !ok, h.limitNow()); why != "" {
 			h.overBudget(w, why, session, ok)
 			return
 		}
@@ -197,7 +196,7 @@ func (h *Room) decide(r *http.Request, q *report.Query, session report.Session, 
 		}
 		h.unread.Note(unread, rep)
 		if h.qoe != nil {
-			h.qoe.AddReport(st.ids, rep, "", session, qoe.ClientOf(budget.Client(h.d.Proxies, r)), time.UnixMicro(int64(x.t)))
+			h.qoe.AddReport(st.ids, rep, "", session, qoe.ClientOf(h.d.Reach.Of(r).Client), time.UnixMicro(int64(x.t)))
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {

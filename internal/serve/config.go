@@ -18,6 +18,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/files"
 	"github.com/waisteer/waisteer/internal/pool"
+	"github.com/waisteer/waisteer/internal/reach"
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -125,6 +126,9 @@ type httpFile struct {
 	MaxHeaderBytes    *int64  `toml:"max_header_bytes"`
 	Cert              *string `toml:"cert"` // PEM chain (tls.go)
 	Key               *string `toml:"key"`  // PEM private key
+	// PublicURL is the scheme://host[:port] viewers reach the server on,
+	// for the URLs it writes when a pool gives none (server.Config).
+	PublicURL *string `toml:"public_url"`
 }
 
 type serveRoomFile struct {
@@ -239,6 +243,15 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 		cfg.HTTP.Engine = EngineStd
 	default:
 		cfg.HTTP.Engine = EngineFast
+	}
+	if u := f.HTTP.PublicURL; u != nil {
+		if _, err := reach.ParsePublicURL(*u); err != nil {
+			r.Errorf("http.public_url", "%v", err)
+		} else if *u == "" {
+			r.Errorf("http.public_url", "is empty: leave it out for the scheme and host each request reached")
+		} else {
+			cfg.Server.PublicURL = *u
+		}
 	}
 	if m := f.HTTP.MaxHeaderBytes; m != nil {
 		if *m < 4096 || *m > 1<<24 {

@@ -51,7 +51,11 @@ type limitsFile struct {
 	NetworkDecisionsBurst *float64 `toml:"network_decisions_burst"`
 	NetworkSessionsPerS   *float64 `toml:"network_sessions_per_s"`
 	NetworkSessionsBurst  *float64 `toml:"network_sessions_burst"`
-	TrustedProxies        []string `toml:"trusted_proxies"`
+	// TrustedProxies (CIDRs or addresses) are the proxies whose
+	// Forwarded, X-Forwarded-For, -Proto and -Host are read: for the
+	// client these budgets count, and for the scheme and host every URL
+	// the server writes is built on (internal/reach).
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 // maxBudget bounds a rate or a burst: more than any server answers.

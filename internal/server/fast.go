@@ -10,9 +10,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/waisteer/waisteer/internal/budget"
 	"github.com/waisteer/waisteer/internal/fastserve"
 	"github.com/waisteer/waisteer/internal/poolsteer"
+	"github.com/waisteer/waisteer/internal/reach"
 )
 
 // FastHandler serves the routes of Handler on fasthttp, for a plain HTTP/1.1
@@ -72,10 +72,13 @@ func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
 	if len(x.cmcd) > 0 {
 		x.r.Header[cmcdRequest] = x.cmcd
 	}
-	if len(s.proxies) > 0 {
-		// A trusted proxy names the client (clientAddr).
-		for _, v := range c.Request.Header.PeekAll(budget.ForwardedFor) {
-			x.r.Header[budget.ForwardedFor] = append(x.r.Header[budget.ForwardedFor], string(v))
+	if s.reach.Trusts() {
+		// A trusted proxy names the client and what it reached
+		// (reach.Read): every header that reads, each value copied.
+		for _, name := range reach.Headers {
+			for _, v := range c.Request.Header.PeekAll(name) {
+				x.r.Header[name] = append(x.r.Header[name], string(v))
+			}
 		}
 	}
 	if ph, ok := h.(*poolsteer.Steerer); ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/poolsteer"
+	"github.com/waisteer/waisteer/internal/reach"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/steerroute"
 	"github.com/waisteer/waisteer/internal/web"
@@ -97,6 +98,8 @@ func (f *poolFront) Name() string { return "pool " + f.name }
 // Tags are the station seed's line (SERVER-URI the pool's path on the
 // host the playlist came from, PATHWAY-ID clone_from, left out when
 // empty), and a DASH element of the same: none while the pool has no edges.
+// The path is relative, which the player resolves against the URL it
+// reached, unless the pool's public_url or the server's gives a base.
 func (f *poolFront) Tags() (string, string) {
 	ph := f.pool()
 	if ph == nil || !ph.Pool().Enabled() {
@@ -106,6 +109,8 @@ func (f *poolFront) Tags() (string, string) {
 	uri := c.Path
 	if c.PublicURL != "" {
 		uri = c.PublicURL + c.Path
+	} else if pub := f.s.reach.Public(); pub.Host != "" {
+		uri = pub.String() + c.Path // the server's public_url (issue 28)
 	}
 	tag := `#EXT-X-CONTENT-STEERING:SERVER-URI="` + uri + `"`
 	el := `<ContentSteering`
@@ -204,12 +209,17 @@ func (s *Server) serveFront(w http.ResponseWriter, r *http.Request, st front.Ste
 		s.count(routePreflight, w, r, func(w http.ResponseWriter, _ *http.Request) { front.Preflight(w) })
 		return
 	}
+	// What the viewer reached, through the trusted proxies, is the base
+	// of the redirects and backups the front writes (reach.BaseOf).
+	viewer := s.reach.Of(r)
+	ctx := reach.With(r.Context(), viewer)
 	if s.limits != nil {
 		// A room's viewer who is redirected or given backups is decided
 		// for as a steering request is: the budgets of its address apply
 		// (decideFor).
-		r = r.WithContext(roomsteer.WithViewer(r.Context(), s.clientAddr(r)))
+		ctx = roomsteer.WithViewer(ctx, viewer.Client)
 	}
+	r = r.WithContext(ctx)
 	s.count(routeFront, w, r, func(w http.ResponseWriter, r *http.Request) {
 		s.front.Serve(w, r, st)
 	})

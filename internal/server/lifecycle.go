@@ -31,7 +31,6 @@ func newServer(cfg Config, st store.Store, loads store.Loads) *Server {
 		archived: map[sig.Hash]store.Room{},
 		metrics:  newMetrics(),
 		limits:   budget.New(cfg.Limits),
-		proxies:  cfg.Limits.TrustedProxies,
 	}
 	if s.log == nil {
 		s.log = slog.Default()

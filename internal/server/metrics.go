@@ -136,6 +136,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	s.writeFrontMetrics(&b)
 	writePanicMetrics(&b)
 	s.writeLimitMetrics(&b)
+	s.reach.WriteMetrics(&b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -24,7 +24,7 @@ func (s *Server) poolDeps() poolsteer.Deps {
 		Grace:    s.grace,
 		Log:      s.log,
 		Budgets:  s.limits,
-		Proxies:  s.proxies,
+		Reach:    s.reach,
 		Operator: s.operator,
 		PathFree: poolPathFree,
 		Routes: func(next []*poolsteer.Steerer) (func(), error) {

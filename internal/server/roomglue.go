@@ -14,7 +14,7 @@ import (
 func (s *Server) roomDeps() roomsteer.Deps {
 	return roomsteer.Deps{
 		Store: s.st, Loads: s.loads, Log: s.log, Clock: s.clock, Grace: s.grace, Fails: s.fails,
-		Commits: s.commits, Records: s.records, Budgets: s.limits, Proxies: s.proxies, Closing: &s.closing,
+		Commits: s.commits, Records: s.records, Budgets: s.limits, Reach: s.reach, Closing: &s.closing,
 		Routes:     (*roomRoutes)(s),
 		KnowPolicy: func(p *policy.Policy) { s.policies.Store(p.Digest(), p) },
 		PolicyOf:   func(ctx context.Context, d sig.Hash) (*policy.Policy, error) { return s.audit.PolicyOf(ctx, d) },

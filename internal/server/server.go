@@ -22,9 +22,9 @@ import (
 	"github.com/waisteer/waisteer/internal/follow"
 	"github.com/waisteer/waisteer/internal/front"
 	"github.com/waisteer/waisteer/internal/guard"
-	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/poolsteer"
+	"github.com/waisteer/waisteer/internal/reach"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -51,8 +51,13 @@ type Config struct {
 	Clock     func() uint64 // room clock, µs since the Unix epoch; nil = time.Now
 	Logger    *slog.Logger  // nil = slog.Default()
 	// Limits are the steering routes' budgets (internal/budget); the zero
-	// value, none.
+	// value, none. Its TrustedProxies are also those whose Forwarded and
+	// X-Forwarded-* say what a viewer reached (internal/reach).
 	Limits SteerLimits
+	// PublicURL, when set, is the scheme://host[:port] every URL written
+	// for a viewer is built on (a pool's own public_url first), whatever
+	// the request reached (issue 28, "Trusted proxies").
+	PublicURL string
 
 	// KeepForeignRooms lets the server start on a store that holds rooms
 	// the configuration does not name (another deployment's, or rooms
@@ -109,8 +114,8 @@ type Server struct {
 
 	audit *audit.Audit // the auditors' routes and the log's
 
-	limits  *budget.Budgets // nil for none
-	proxies limit.Proxies   // Config.Limits.TrustedProxies
+	limits *budget.Budgets // nil for none
+	reach  *reach.Reader   // Config.Limits.TrustedProxies and Config.PublicURL
 
 	commits *commit.Decisions
 	records *commit.Records
@@ -142,7 +147,12 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	if st == nil || loads == nil {
 		return nil, errors.New("server: a store and a table of loads are required")
 	}
+	public, err := reach.ParsePublicURL(cfg.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("server: public_url: %w", err)
+	}
 	s := newServer(cfg, st, loads)
+	s.reach = reach.NewReader(cfg.Limits.TrustedProxies, public, s.log)
 	// A shared store's feed is followed from before its state is read:
 	// what is written meanwhile comes again, and is known already.
 	feed, shared := st.(store.Feed)

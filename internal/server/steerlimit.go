@@ -13,10 +13,10 @@ import (
 // The steering routes' budgets (internal/budget): the rooms' and the pools'
 // answers over budget.
 
-// clientAddr is the address r came from (budget.Client): its peer's, or
-// through trusted proxies (Config.Limits.TrustedProxies), the one they
-// name.
-func (s *Server) clientAddr(r *http.Request) netip.Addr { return budget.Client(s.proxies, r) }
+// clientAddr is the address r came from (reach.Reader.Of): its peer's,
+// or through trusted proxies (Config.Limits.TrustedProxies), the one they
+// name in Forwarded or X-Forwarded-For.
+func (s *Server) clientAddr(r *http.Request) netip.Addr { return s.reach.Of(r).Client }
 
 // limitNow is the instant budgets are spent at: the room clock's.
 func (s *Server) limitNow() time.Time { return time.UnixMicro(int64(s.clock())) }

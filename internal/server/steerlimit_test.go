@@ -288,7 +288,11 @@ func TestPoolBudgets(t *testing.T) {
 // TestSteerBudgetsBehindProxy: with trusted_proxies, the client is the
 // rightmost address of X-Forwarded-For that is not a trusted proxy's, on
 // both engines (the fasthttp path copies the header); an untrusted peer's
-// header is not read.
+// header is not read. Issue 28 ("the client address read this way is the
+// one issue 19's limits count"): Forwarded's for= (RFC 7239 §5.2, a port
+// dropped, §6) names the client too, and wins over X-Forwarded-For; a
+// Forwarded that does not read (a parameter twice, §4) is ignored, the
+// request then the proxy's own.
 func TestSteerBudgetsBehindProxy(t *testing.T) {
 	e := newEnv(t, holdSpec(), true)
 	e.stop()
@@ -311,6 +315,12 @@ func TestSteerBudgetsBehindProxy(t *testing.T) {
 		{proxy, xff("198.51.100.2, 127.0.4.7"), 503, "198.51.100.2 again, through two proxies"},
 		{other, xff("198.51.100.3"), 200, "an untrusted peer: itself"},
 		{other, xff("198.51.100.4"), 503, "the untrusted peer again, whatever its header says"},
+		{proxy, http.Header{"Forwarded": {`for=198.51.100.5;proto=https`}, "X-Forwarded-For": {"198.51.100.6"}}, 200, "Forwarded's client 198.51.100.5, over X-Forwarded-For's"},
+		{proxy, xff("198.51.100.6"), 200, "198.51.100.6 was not counted: Forwarded won"},
+		{proxy, http.Header{"Forwarded": {`for="198.51.100.5:4711"`}}, 503, "198.51.100.5 again, with a port"},
+		{proxy, http.Header{"Forwarded": {`for=198.51.100.7, for=127.0.4.9`}}, 200, "198.51.100.7 through two proxies"},
+		{proxy, http.Header{"Forwarded": {`for=198.51.100.8;for=198.51.100.9`}}, 200, "a Forwarded that does not read: the proxy's own request"},
+		{proxy, http.Header{"Forwarded": {`for=198.51.100.10;for=198.51.100.11`}}, 503, "the proxy again"},
 	}
 	for _, s := range steps {
 		resp, body := getWith(t, s.cl, e.ts.URL, server, s.h)
