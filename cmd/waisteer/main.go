@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,6 +40,13 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// usageShown is set when a flag set has printed its usage: after a
+	// flag it could not parse, the flag package has said what was wrong,
+	// and main says it no more (issue 29: usage errors printed once).
+	usageShown bool
+	// prog is the program's name as invoked, for the commands a command
+	// prints for the operator to run next (invokedName).
+	prog string
 }
 
 // usageError is a mistake in how a command was called; main prints the
@@ -57,6 +65,7 @@ func newFlags(e *env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("waisteer "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
+		e.usageShown = true
 		fmt.Fprintf(e.stderr, "usage: waisteer %s %s\n", name, usage)
 		fs.PrintDefaults()
 	}
@@ -156,6 +165,9 @@ func run(e *env, args []string) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "waisteer %s: %v\n", c.name, err)
 		return 2
+	case e.usageShown:
+		// The flag package has printed the error and the usage.
+		return 2
 	default:
 		fmt.Fprintf(e.stderr, "waisteer %s: %v\n", c.name, err)
 		return 1
@@ -175,6 +187,39 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// invokedName is how the operator ran this program, for the commands it
+// prints to run next (issue 29: the demo printed `go run ./cmd/waisteer`
+// to an installed binary's user, which fails outside the clone). A program
+// that `go run` built (into a go-build directory it removes on exit) is "go
+// run ./cmd/waisteer" in the clone's root, or by its module path elsewhere;
+// any other is its name as typed: "waisteer" when found on $PATH,
+// "./waisteer" or "/opt/waisteer/bin/waisteer" when typed so. inClone
+// reports whether the working directory is the clone's root.
+func invokedName(arg0 string, inClone bool) string {
+	dir := filepath.Dir(arg0)
+	if filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build") {
+		if inClone {
+			return "go run ./cmd/waisteer"
+		}
+		return "go run github.com/waisteer/waisteer/cmd/waisteer"
+	}
+	if arg0 == "" {
+		return "waisteer"
+	}
+	return shellQuote(arg0)
+}
+
+// shellQuote writes s for a POSIX shell: as it is when it holds nothing the
+// shell would read otherwise, else in single quotes.
+func shellQuote(s string) string {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+:@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func main() {
-	os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+	_, err := os.Stat(filepath.Join("cmd", "waisteer", "main.go"))
+	prog := invokedName(os.Args[0], err == nil)
+	os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, prog: prog}, os.Args[1:]))
 }

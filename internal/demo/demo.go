@@ -70,6 +70,23 @@ type Options struct {
 	// EdgeStop is when the demo stops one of its pool's edges; 0 is
 	// DefaultEdgeStop.
 	EdgeStop time.Duration
+	// For is how long the demo serves before it stops by itself (-for); 0
+	// serves until ctx ends (Ctrl-C).
+	For time.Duration
+	// Prog is how the operator runs waisteer, for the commands the demo
+	// prints ("waisteer", "./waisteer", "go run ./cmd/waisteer"); "" is
+	// "waisteer".
+	Prog string
+}
+
+// errForPassed ends a demo whose -for has passed.
+var errForPassed = errors.New("-for has passed")
+
+func (o Options) prog() string {
+	if o.Prog == "" {
+		return "waisteer"
+	}
+	return o.Prog
 }
 
 // Serve serves a fresh room until ctx ends, printing to w what to try; stop,
@@ -95,6 +112,12 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 		return err
 	}
 	defer stopEdges(edges)
+	if o.For > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.For, errForPassed)
+		defer cancel()
+	}
+	start := time.Now()
 	cfg := &serve.Config{HTTP: serve.DefaultLimits()}
 	// The earlier runs' rooms, with -dir, are kept (keepEarlierRooms).
 	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, Pools: []pool.Config{pc}, OperatorToken: r.Token, Logger: logger, KeepForeignRooms: true}
@@ -145,20 +168,39 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 	if edgeStop <= 0 {
 		edgeStop = DefaultEdgeStop
 	}
-	err = run(ctx, &lockedWriter{w: w}, logger, r, dataDir, demoRun{pool: pc, edges: edges, edgeStop: edgeStop})
+	lw := &lockedWriter{w: w}
+	err = run(ctx, lw, logger, r, dataDir, demoRun{pool: pc, edges: edges, edgeStop: edgeStop, start: start, stopAt: stopAt(start, o.For), prog: o.prog()})
 	if err != nil {
 		cancel() // a failed demo stops its server too
 	}
 	// Wait for the server to finish its requests and write its pending
 	// decisions.
 	<-ctx.Done()
-	return errors.Join(err, <-served)
+	err = errors.Join(err, <-served)
+	if err == nil {
+		// Issue 29: the demo says when it stops, and why.
+		why := "stopped (interrupted)"
+		if errors.Is(context.Cause(ctx), errForPassed) {
+			why = fmt.Sprintf("stopped: -for %s has passed", o.For)
+		}
+		fmt.Fprintf(lw, "%s  %s; the server finished its requests and its pending decisions.\n", time.Now().Format(time.TimeOnly), why)
+	}
+	return err
+}
+
+// stopAt is when a demo started at start with -for d stops; zero for none.
+func stopAt(start time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return start.Add(d)
 }
 
 // run backfills a window of records, has the hops post a record every
 // period, makes and verifies the first decision, prints what to try, and
 // then asks again each period for the same session until ctx is done.
 func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir string, dp demoRun) error {
+	prog := dp.prog
 	c := client.New()
 	hopCtx, hopsDone := context.WithCancel(ctx)
 	defer hopsDone()
@@ -220,15 +262,15 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Verify it from its URL alone, pinning the room's authority key (the demo just did: accept):")
-	fmt.Fprintf(w, "  go run ./cmd/waisteer verify -url %s -authority %s\n", first.Decision, r.AuthorityPub)
+	fmt.Fprintf(w, "  %s verify -url %s -authority %s\n", prog, first.Decision, r.AuthorityPub)
 	fmt.Fprintln(w, "Audit the room's whole log of decisions: the tree, each decision (§9), the loads and shares (§9.2):")
-	fmt.Fprintf(w, "  go run ./cmd/waisteer audit -url %s -room %s\n", base, r.ID)
+	fmt.Fprintf(w, "  %s audit -url %s -room %s\n", prog, base, r.ID)
 	fmt.Fprintln(w, "The room's state, on the operator's route:")
 	fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' %s/v1/rooms/%s/status\n", r.Token, base, r.ID)
 	fmt.Fprintln(w, "The operator's dashboard, in a browser (sign in with the token):")
 	fmt.Fprintf(w, "  %s/dashboard  token %s\n", base, r.Token)
 	if dataDir != "" {
-		fmt.Fprintf(w, "The room's files and a configuration for `waisteer serve -c %s` are in %s.\n",
+		fmt.Fprintf(w, "The room's files and a configuration for `%s serve -c %s` are in %s.\n", prog,
 			filepath.Join(filepath.Dir(dataDir), "serve.toml"), filepath.Dir(dataDir))
 	}
 	fmt.Fprintln(w)
@@ -237,7 +279,11 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 	if err != nil {
 		return fmt.Errorf("the demo's pool: %w", err)
 	}
-	fmt.Fprintln(w, "Serving until Ctrl-C. Each period the room's session asks again from its RELOAD-URI:")
+	until := "until Ctrl-C"
+	if !dp.stopAt.IsZero() {
+		until = fmt.Sprintf("for %s, until %s (-for; Ctrl-C stops it sooner)", dp.stopAt.Sub(dp.start), dp.stopAt.Format(time.TimeOnly))
+	}
+	fmt.Fprintf(w, "Serving %s. Each period the room's session asks again from its RELOAD-URI:\n", until)
 	poolErr := make(chan error, 1)
 	go func() { poolErr <- runPool(ctx, w, hc, dp.pool, dp.edges, reloads, firsts, dp.edgeStop) }()
 	defer func() {
@@ -276,6 +322,9 @@ type demoRun struct {
 	pool     pool.Config
 	edges    []*demoEdge
 	edgeStop time.Duration
+	start    time.Time // when the demo started
+	stopAt   time.Time // when -for ends it; zero for Ctrl-C only
+	prog     string    // how the operator runs waisteer
 }
 
 // demoLine describes one decision on one line, with each figure as µJ per
@@ -596,8 +645,12 @@ steering_key = "steer.key"
 
 // Offline is the demo without a server: a room, a policy and signed
 // records from internal/scenario's fixed keys, one decision, written to
-// files in dir and verified.
-func Offline(w io.Writer, dir string) error {
+// files in dir and verified; prog is how the operator runs waisteer, for
+// the verify command it prints.
+func Offline(w io.Writer, dir, prog string) error {
+	if prog == "" {
+		prog = "waisteer"
+	}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "waisteer-demo-")
 		if err != nil {
@@ -657,7 +710,7 @@ func Offline(w io.Writer, dir string) error {
 	fmt.Fprintf(w, "HLS      %s\n", decision.HLSTag(sc.Policy))
 	fmt.Fprintf(w, "DASH     %s\n", decision.DASHElement(sc.Policy))
 	fmt.Fprintf(w, "\nfiles in %s; check the decision yourself:\n", dir)
-	fmt.Fprintf(w, "  go run ./cmd/waisteer verify -room %[1]s/room.cbor -keylog %[1]s/keylog.cbor -policy %[1]s/policy.wsp1 -decision %[1]s/decision.wsd1 -records %[1]s/records.wmh1 -manifest %[1]s/manifest.json\n", dir)
+	fmt.Fprintf(w, "  %[2]s verify -room %[1]s/room.cbor -keylog %[1]s/keylog.cbor -policy %[1]s/policy.wsp1 -decision %[1]s/decision.wsd1 -records %[1]s/records.wmh1 -manifest %[1]s/manifest.json\n", dir, prog)
 	return nil
 }
 
