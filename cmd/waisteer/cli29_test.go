@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waisteer/waisteer/internal/serve"
 )
 
 // Issue 29 (CLI): the commands a command prints for the operator to run
@@ -202,5 +204,30 @@ func TestPolicySignWords(t *testing.T) {
 		src + ":" + itoa(lineOf(t, src, "capcity")) + `: pathway[1].capcity: unknown key; did you mean "capacity"?` + "\n"
 	if code != 1 || errs != want {
 		t.Errorf("exit %d, stderr\n%s\nwant\n%s", code, errs, want)
+	}
+}
+
+// Issue 29 (rooms by name or digest): a front playlist's room is found by
+// its name or its id, exactly, as every route finds it; one the
+// configuration does not steer is room_not_found at its line, before the
+// server starts.
+func TestServeFrontRoomByName(t *testing.T) {
+	dir := t.TempDir()
+	r, _ := testRoomFiles(t, dir) // the room "demo"
+	room := "[[room]]\ndescriptor = \"room.cbor\"\nkeylog = \"keylog.cbor\"\npolicy = \"policy.wsp1\"\nsteering_key = \"steer.key\"\n"
+	front := func(name string) string {
+		return room + "[front]\norigin = \"" + dir + "\"\n[[front.playlists]]\npath = \"/hls/\"\nroom = \"" + name + "\"\n"
+	}
+	for _, ok := range []string{"demo", r.ID.String()} {
+		if _, err := serve.Parse(filepath.Join(dir, "serve.toml"), []byte(front(ok)), func(string) string { return "" }); err != nil {
+			t.Errorf("room = %q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"demo1", "Demo", strings.Repeat("ab", 32)} {
+		_, err := serve.Parse(filepath.Join(dir, "serve.toml"), []byte(front(bad)), func(string) string { return "" })
+		want := filepath.Join(dir, "serve.toml") + `:10: front.playlists[0].room: no room is named "` + bad + `" or has it as its id (room_not_found); the rooms configured are "demo"`
+		if err == nil || err.Error() != want {
+			t.Errorf("room = %q: %v\nwant %s", bad, err, want)
+		}
 	}
 }

@@ -299,6 +299,7 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 		}
 		cfg.Server.Rooms = append(cfg.Server.Rooms, rc)
 	}
+	r.frontRooms(f, cfg) // frontrooms.go
 	return cfg
 }
 

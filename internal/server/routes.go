@@ -114,13 +114,19 @@ func buildRoutes(hubs []*roomsteer.Room, pools []*poolsteer.Steerer, h *roomstee
 }
 
 // steerHub finds the room or pool a steering request is for: the one at
-// its path, or of several, the one whose query parts it holds most of.
+// its path whose query parts the request holds all of, or of several, the
+// one whose parts it holds most of. A request at a room's path without its
+// parts names no room there: 404 room_not_found (issue 29: `?room=livee1`
+// was steered by the only room at the path, live1's, without a word).
 func (t *routeTable) steerHub(path, rawQuery string) (steerer, bool, *api.Error) {
 	ts := t.steer[path]
 	switch len(ts) {
 	case 0:
 		return nil, false, nil
 	case 1:
+		if _, ok := ts[0].route.Matches(rawQuery); !ok {
+			return nil, true, roomNotAt(path, rawQuery)
+		}
 		return ts[0].to, true, nil
 	}
 	var best steerer
@@ -137,10 +143,19 @@ func (t *routeTable) steerHub(path, rawQuery string) (steerer, bool, *api.Error)
 			tie = true
 		}
 	}
-	if best == nil || tie {
-		return nil, true, api.Errorf(api.RoomAmbiguous, "several rooms steer at %q, and the query names none of them", path)
+	switch {
+	case best == nil:
+		return nil, true, roomNotAt(path, rawQuery)
+	case tie:
+		return nil, true, api.Errorf(api.RoomAmbiguous, "several rooms steer at %q, and the query tells none of them apart", path)
 	}
 	return best, true, nil
+}
+
+// roomNotAt refuses a steering request whose query holds the parts of no
+// room's route at its path.
+func roomNotAt(path, rawQuery string) *api.Error {
+	return api.Errorf(api.RoomNotFound, "no room steers at %q with the query %q", path, rawQuery)
 }
 
 // decisionDigest matches a request to a decision prefix and returns the
