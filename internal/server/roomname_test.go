@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
@@ -113,4 +115,44 @@ func TestArchivedRoomByName(t *testing.T) {
 	// Records are for the rooms steered: an archived one is not found.
 	resp, b = e.do("POST", "/v1/rooms/retired/records", e.sc.Records[0], nil)
 	wantError(t, "records for an archived room by name", resp, b, 404, "room_not_found")
+}
+
+// TestRestartOlderKeyLogFileWarns: issue 29, "a restart that keeps a newer
+// stored key log head than the file logs both seqs". The operator installs
+// seq 2 (PUT keylog); the configuration still names the seq 1 file; the
+// restart steers by seq 2, as before, and now warns with both seqs. A
+// restart whose file is the store's head says nothing of it.
+func TestRestartOlderKeyLogFileWarns(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, false)
+	if resp, b := e.put("keylog", head(t, e.sc, 2, func(es []room.Entry) []room.Entry { return es })); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT keylog: %d %s", resp.StatusCode, b)
+	}
+	restart := func(file []byte) string {
+		var logs syncBuffer
+		e.stop()
+		e.start(func(c *Config) {
+			c.Rooms[0].KeyLogHead = file
+			c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		})
+		return logs.String()
+	}
+	logs := restart(e.sc.Room.HeadBytes)
+	if st := e.status(); st.KeyLogSeq == nil || *st.KeyLogSeq != 2 {
+		t.Errorf("after a restart: key_log_seq %v, want the store's 2", st.KeyLogSeq)
+	}
+	var line string
+	for l := range strings.SplitSeq(logs, "\n") {
+		if strings.Contains(l, "key log file is older") {
+			line = l
+		}
+	}
+	for _, want := range []string{"level=WARN", "room=" + e.room(), "file_seq=1", "stored_seq=2"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the warning %q lacks %s; the log:\n%s", line, want, logs)
+		}
+	}
+	// The file brought up to the store's head: no warning.
+	if logs := restart(head(t, e.sc, 2, func(es []room.Entry) []room.Entry { return es })); strings.Contains(logs, "older") {
+		t.Errorf("a file at the store's head warned:\n%s", logs)
+	}
 }
