@@ -97,11 +97,21 @@ func help(e *env) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	w := nameWidth(names)
 	for _, n := range names {
-		fmt.Fprintf(e.stdout, "  %-18s %s\n", n, commands[n].summary)
+		fmt.Fprintf(e.stdout, "  %-*s  %s\n", w, n, commands[n].summary)
 	}
 	fmt.Fprintln(e.stdout)
 	fmt.Fprintln(e.stdout, "`waisteer <command> -h` prints a command's flags.")
+}
+
+// nameWidth is the width of the longest of names, for a column of them.
+func nameWidth(names []string) int {
+	w := 0
+	for _, n := range names {
+		w = max(w, len(n))
+	}
+	return w
 }
 
 // group prints the usage of a group of commands ("policy" for "policy
@@ -122,8 +132,9 @@ func group(e *env, args []string) bool {
 		fmt.Fprintf(e.stderr, "waisteer %s: unknown command %q\n", args[0], args[1])
 	}
 	fmt.Fprintf(e.stderr, "usage: waisteer %s <command> [flags] [args]\n\n", args[0])
+	w := nameWidth(names)
 	for _, n := range names {
-		fmt.Fprintf(e.stderr, "  %-18s %s\n", n, commands[n].summary)
+		fmt.Fprintf(e.stderr, "  %-*s  %s\n", w, n, commands[n].summary)
 	}
 	fmt.Fprintf(e.stderr, "\n`waisteer %s <command> -h` prints a command's flags.\n", args[0])
 	return true
