@@ -106,6 +106,10 @@ func TestDemoForSaysWhenItStops(t *testing.T) {
 	if d := at.Sub(want); d < -2*time.Second || d > 2*time.Second {
 		t.Errorf("it says it stops at %s, 3 s after %s is %s", m[1], start.Format(time.TimeOnly), want.Format(time.TimeOnly))
 	}
+	// The pool's edge would stop after -for (1m by default): said so.
+	if !strings.Contains(out, "The demo would stop edge-2 in 1m0s, after -for ends it: give -edge-stop under -for to see which sessions move.") {
+		t.Errorf("the demo promises an edge stop it will not reach:\n%s", out)
+	}
 	last := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
 	if !regexp.MustCompile(`^\d\d:\d\d:\d\d  stopped: -for 3s has passed; `).MatchString(last) {
 		t.Errorf("the last line is %q, not that -for has passed", last)

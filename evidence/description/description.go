@@ -37,9 +37,9 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/waisteer/waisteer/evidence"
-	"github.com/waisteer/waisteer/internal/tomlfile"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/tomlfile"
 )
 
 // Read reads the description in data (TOML when isTOML, else one JSON

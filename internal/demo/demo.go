@@ -275,7 +275,7 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 	}
 	fmt.Fprintln(w)
 	hc := &http.Client{Timeout: 10 * time.Second}
-	reloads, firsts, err := introPool(ctx, w, hc, base, r.Token, dp.pool, dp.edgeStop)
+	reloads, firsts, err := introPool(ctx, w, hc, base, r.Token, dp.pool, dp.edgeStop, dp.stopAt)
 	if err != nil {
 		return fmt.Errorf("the demo's pool: %w", err)
 	}
