@@ -62,9 +62,15 @@ func TestRoomsByName(t *testing.T) {
 	if d, _ := e.audit(m); d.Room != e.sc.Room.ID() {
 		t.Errorf("room=live1 decided for %s", d.Room)
 	}
-	for _, q := range []string{"room=livee1", "room=live", "room=LIVE1", ""} {
+	for _, q := range []string{"room=livee1", "room=live", "room=LIVE1", "room=", "_HLS_pathway=a&room=live2"} {
 		resp, b := e.get("/v1/steer?" + q)
 		wantError(t, "steering "+q, resp, b, 404, "room_not_found")
+	}
+	// A query that names no room is the only room's at the path, as before.
+	for _, q := range []string{"", "_HLS_pathway=a", "rooms=live2"} {
+		if resp, b := e.get("/v1/steer?" + q); resp.StatusCode != http.StatusOK {
+			t.Errorf("steering %q: %d %s", q, resp.StatusCode, b)
+		}
 	}
 
 	// A name no room has, nearly one, in another case or cut short: 404
