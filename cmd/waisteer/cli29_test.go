@@ -74,6 +74,15 @@ func TestDemoPrintsCommandAsInvoked(t *testing.T) {
 			if strings.Contains(string(out), "go run") {
 				t.Errorf("the output names go run:\n%s", out)
 			}
+			// The usage of a mistaken call, and help's hints, name it so too.
+			cmd = &exec.Cmd{Path: bin, Args: []string{c.arg0, "serve", "-config", "x"}, Dir: c.dir, Env: env}
+			if uout, _ := cmd.CombinedOutput(); !strings.Contains(string(uout), "\nusage: "+c.want+" serve -c FILE") {
+				t.Errorf("the usage does not name %q:\n%s", c.want, uout)
+			}
+			cmd = &exec.Cmd{Path: bin, Args: []string{c.arg0, "frobnicate"}, Dir: c.dir, Env: env}
+			if uout, _ := cmd.CombinedOutput(); !strings.Contains(string(uout), "`"+c.want+" help` lists them") {
+				t.Errorf("the unknown command's hint does not name %q:\n%s", c.want, uout)
+			}
 			sh := exec.Command("sh", "-c", m[1]+" verify -room "+m[2])
 			sh.Dir, sh.Env = c.dir, env
 			vout, err := sh.CombinedOutput()

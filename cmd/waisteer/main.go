@@ -49,6 +49,16 @@ type env struct {
 	prog string
 }
 
+// name is how the operator runs this program (invokedName), for the
+// usage lines and the commands printed to run next; "waisteer" when not
+// known (tests).
+func (e *env) name() string {
+	if e.prog == "" {
+		return "waisteer"
+	}
+	return e.prog
+}
+
 // usageError is a mistake in how a command was called; main prints the
 // command's usage with it and exits 2.
 type usageError struct{ msg string }
@@ -66,7 +76,7 @@ func newFlags(e *env, name, usage string) *flag.FlagSet {
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
 		e.usageShown = true
-		fmt.Fprintf(e.stderr, "usage: waisteer %s %s\n", name, usage)
+		fmt.Fprintf(e.stderr, "usage: %s %s %s\n", e.name(), name, usage)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -90,7 +100,7 @@ func lookup(args []string) (*command, []string) {
 func help(e *env) {
 	fmt.Fprintln(e.stdout, "waisteer: energy-aware content steering for HLS and DASH")
 	fmt.Fprintln(e.stdout)
-	fmt.Fprintln(e.stdout, "usage: waisteer <command> [flags] [args]")
+	fmt.Fprintf(e.stdout, "usage: %s <command> [flags] [args]\n", e.name())
 	fmt.Fprintln(e.stdout)
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -102,7 +112,7 @@ func help(e *env) {
 		fmt.Fprintf(e.stdout, "  %-*s  %s\n", w, n, commands[n].summary)
 	}
 	fmt.Fprintln(e.stdout)
-	fmt.Fprintln(e.stdout, "`waisteer <command> -h` prints a command's flags.")
+	fmt.Fprintf(e.stdout, "`%s <command> -h` prints a command's flags.\n", e.name())
 }
 
 // nameWidth is the width of the longest of names, for a column of them.
@@ -131,12 +141,12 @@ func group(e *env, args []string) bool {
 	if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
 		fmt.Fprintf(e.stderr, "waisteer %s: unknown command %q\n", args[0], args[1])
 	}
-	fmt.Fprintf(e.stderr, "usage: waisteer %s <command> [flags] [args]\n\n", args[0])
+	fmt.Fprintf(e.stderr, "usage: %s %s <command> [flags] [args]\n\n", e.name(), args[0])
 	w := nameWidth(names)
 	for _, n := range names {
 		fmt.Fprintf(e.stderr, "  %-*s  %s\n", w, n, commands[n].summary)
 	}
-	fmt.Fprintf(e.stderr, "\n`waisteer %s <command> -h` prints a command's flags.\n", args[0])
+	fmt.Fprintf(e.stderr, "\n`%s %s <command> -h` prints a command's flags.\n", e.name(), args[0])
 	return true
 }
 
@@ -160,7 +170,7 @@ func run(e *env, args []string) int {
 		return 2
 	}
 	if c == nil {
-		fmt.Fprintf(e.stderr, "waisteer: unknown command %q; `waisteer help` lists them\n", strings.Join(args[:min(2, len(args))], " "))
+		fmt.Fprintf(e.stderr, "waisteer: unknown command %q; `%s help` lists them\n", strings.Join(args[:min(2, len(args))], " "), e.name())
 		return 2
 	}
 	err := c.run(e, rest)
