@@ -35,7 +35,7 @@ func runDemo(e *env, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *offline {
-		return demo.Offline(e.stdout, o.Dir, e.prog)
+		return demo.Offline(e.stdout, o.Dir, e.name())
 	}
 	level := slog.LevelWarn
 	if *verbose {
@@ -44,6 +44,6 @@ func runDemo(e *env, args []string) error {
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	o.Prog = e.prog
+	o.Prog = e.name()
 	return demo.Serve(ctx, stop, e.stdout, logger, o)
 }
