@@ -24,7 +24,7 @@ func init() {
 }
 
 func runAudit(e *env, args []string) error {
-	fs := newFlags(e, "audit", "-url BASE -room HEX [-sample N] [-state FILE]")
+	fs := newFlags(e, "audit", "-url BASE -room HEX [-sample N] [-seed N] [-state FILE] [-grace DURATION] [-staleness DURATION] [-z Z] [-timeout DURATION]")
 	base := fs.String("url", "", "the server's `BASE` URL, scheme and host (http://host:port)")
 	roomHex := fs.String("room", "", "the room id, 64 hexadecimal digits")
 	sample := fs.Int("sample", 0, "verify `N` decisions drawn at random by §9 in full (their records fetched); 0 verifies all. Every decision is read and recounted")

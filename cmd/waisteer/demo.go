@@ -22,7 +22,7 @@ func runDemo(e *env, args []string) error {
 	fs := newFlags(e, "demo", "[-listen ADDR] [-for DURATION] [-seed TEXT] [-dir DIR] [-edge-stop DURATION] [-v] | -offline [-dir DIR]")
 	var o demo.Options
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "the `address` to serve on; port 0 picks a free one")
-	stopAfter := fs.Duration("for", 0, "stop by itself after this `duration` (0: serve until Ctrl-C)")
+	fs.DurationVar(&o.For, "for", 0, "stop by itself after this `duration`, saying so (0: serve until Ctrl-C)")
 	fs.StringVar(&o.Seed, "seed", "", "derive every key from this `text` instead of fresh randomness, so that a run can be repeated")
 	fs.StringVar(&o.Dir, "dir", "", "write the room's files, its keys and a configuration for waisteer serve into this `directory`, and keep the store there (default: nothing written; the store in a temporary directory, removed when the demo stops)")
 	fs.DurationVar(&o.EdgeStop, "edge-stop", demo.DefaultEdgeStop, "stop one of the pool's edges after this `duration`, to show which sessions move")
@@ -35,7 +35,7 @@ func runDemo(e *env, args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *offline {
-		return demo.Offline(e.stdout, o.Dir)
+		return demo.Offline(e.stdout, o.Dir, e.name())
 	}
 	level := slog.LevelWarn
 	if *verbose {
@@ -44,10 +44,6 @@ func runDemo(e *env, args []string) error {
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *stopAfter > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *stopAfter)
-		defer cancel()
-	}
+	o.Prog = e.name()
 	return demo.Serve(ctx, stop, e.stdout, logger, o)
 }

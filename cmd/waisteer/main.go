@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,6 +40,23 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// usageShown is set when a flag set has printed its usage: after a
+	// flag it could not parse, the flag package has said what was wrong,
+	// and main says it no more (issue 29: usage errors printed once).
+	usageShown bool
+	// prog is the program's name as invoked, for the commands a command
+	// prints for the operator to run next (invokedName).
+	prog string
+}
+
+// name is how the operator runs this program (invokedName), for the
+// usage lines and the commands printed to run next; "waisteer" when not
+// known (tests).
+func (e *env) name() string {
+	if e.prog == "" {
+		return "waisteer"
+	}
+	return e.prog
 }
 
 // usageError is a mistake in how a command was called; main prints the
@@ -57,7 +75,8 @@ func newFlags(e *env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("waisteer "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: waisteer %s %s\n", name, usage)
+		e.usageShown = true
+		fmt.Fprintf(e.stderr, "usage: %s %s %s\n", e.name(), name, usage)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -81,18 +100,28 @@ func lookup(args []string) (*command, []string) {
 func help(e *env) {
 	fmt.Fprintln(e.stdout, "waisteer: energy-aware content steering for HLS and DASH")
 	fmt.Fprintln(e.stdout)
-	fmt.Fprintln(e.stdout, "usage: waisteer <command> [flags] [args]")
+	fmt.Fprintf(e.stdout, "usage: %s <command> [flags] [args]\n", e.name())
 	fmt.Fprintln(e.stdout)
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	w := nameWidth(names)
 	for _, n := range names {
-		fmt.Fprintf(e.stdout, "  %-18s %s\n", n, commands[n].summary)
+		fmt.Fprintf(e.stdout, "  %-*s  %s\n", w, n, commands[n].summary)
 	}
 	fmt.Fprintln(e.stdout)
-	fmt.Fprintln(e.stdout, "`waisteer <command> -h` prints a command's flags.")
+	fmt.Fprintf(e.stdout, "`%s <command> -h` prints a command's flags.\n", e.name())
+}
+
+// nameWidth is the width of the longest of names, for a column of them.
+func nameWidth(names []string) int {
+	w := 0
+	for _, n := range names {
+		w = max(w, len(n))
+	}
+	return w
 }
 
 // group prints the usage of a group of commands ("policy" for "policy
@@ -112,11 +141,12 @@ func group(e *env, args []string) bool {
 	if len(args) > 1 && args[1] != "-h" && args[1] != "--help" {
 		fmt.Fprintf(e.stderr, "waisteer %s: unknown command %q\n", args[0], args[1])
 	}
-	fmt.Fprintf(e.stderr, "usage: waisteer %s <command> [flags] [args]\n\n", args[0])
+	fmt.Fprintf(e.stderr, "usage: %s %s <command> [flags] [args]\n\n", e.name(), args[0])
+	w := nameWidth(names)
 	for _, n := range names {
-		fmt.Fprintf(e.stderr, "  %-18s %s\n", n, commands[n].summary)
+		fmt.Fprintf(e.stderr, "  %-*s  %s\n", w, n, commands[n].summary)
 	}
-	fmt.Fprintf(e.stderr, "\n`waisteer %s <command> -h` prints a command's flags.\n", args[0])
+	fmt.Fprintf(e.stderr, "\n`%s %s <command> -h` prints a command's flags.\n", e.name(), args[0])
 	return true
 }
 
@@ -140,7 +170,7 @@ func run(e *env, args []string) int {
 		return 2
 	}
 	if c == nil {
-		fmt.Fprintf(e.stderr, "waisteer: unknown command %q; `waisteer help` lists them\n", strings.Join(args[:min(2, len(args))], " "))
+		fmt.Fprintf(e.stderr, "waisteer: unknown command %q; `%s help` lists them\n", strings.Join(args[:min(2, len(args))], " "), e.name())
 		return 2
 	}
 	err := c.run(e, rest)
@@ -155,6 +185,9 @@ func run(e *env, args []string) int {
 		return int(ex)
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "waisteer %s: %v\n", c.name, err)
+		return 2
+	case e.usageShown:
+		// The flag package has printed the error and the usage.
 		return 2
 	default:
 		fmt.Fprintf(e.stderr, "waisteer %s: %v\n", c.name, err)
@@ -175,6 +208,39 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// invokedName is how the operator ran this program, for the commands it
+// prints to run next (issue 29: the demo printed `go run ./cmd/waisteer`
+// to an installed binary's user, which fails outside the clone). A program
+// that `go run` built (into a go-build directory it removes on exit) is "go
+// run ./cmd/waisteer" in the clone's root, or by its module path elsewhere;
+// any other is its name as typed: "waisteer" when found on $PATH,
+// "./waisteer" or "/opt/waisteer/bin/waisteer" when typed so. inClone
+// reports whether the working directory is the clone's root.
+func invokedName(arg0 string, inClone bool) string {
+	dir := filepath.Dir(arg0)
+	if filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build") {
+		if inClone {
+			return "go run ./cmd/waisteer"
+		}
+		return "go run github.com/waisteer/waisteer/cmd/waisteer"
+	}
+	if arg0 == "" {
+		return "waisteer"
+	}
+	return shellQuote(arg0)
+}
+
+// shellQuote writes s for a POSIX shell: as it is when it holds nothing the
+// shell would read otherwise, else in single quotes.
+func shellQuote(s string) string {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+:@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func main() {
-	os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+	_, err := os.Stat(filepath.Join("cmd", "waisteer", "main.go"))
+	prog := invokedName(os.Args[0], err == nil)
+	os.Exit(run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, prog: prog}, os.Args[1:]))
 }

@@ -298,6 +298,9 @@ func TestRecordSignErrorsNameTheField(t *testing.T) {
 		{"layer class 8", "r.toml", toml("7 = 1", "8 = 1"), "r.toml:20: subscriber_us.8: is not a layer class"},
 		{"subscriber_us entries", "r.toml", "subscriber_us = [1, 2]\n" + toml("[subscriber_us]\n2 = 60000000\n7 = 1\n", ""), "r.toml:1: subscriber_us: has 2 entries, not 8"},
 		{"unknown field", "r.toml", "colour = 1\n" + recordTOML, "r.toml:1: colour: not a field of a record"},
+		// Issue 29: "did you mean", from the fields a record and a track have.
+		{"a field misspelt", "r.toml", "jouls = 1\n" + recordTOML, `r.toml:1: jouls: not a field of a record; did you mean "joules"? (room, hop, start, end, class, joules, sessions, tracks, subscriber_us)`},
+		{"a track's field misspelt", "r.toml", toml("bytes = 4096", "bytes = 4096\ndirecton = 1"), `r.toml:17: tracks[1].directon: not a field of a track; did you mean "direction"?`},
 		{"missing room", "r.toml", toml(`room = "`+recordRoom+`"`, ""), "r.toml: room: missing"},
 		{"toml syntax", "r.toml", toml("sessions = 3", "sessions = = 3"), "r.toml:6:"},
 		{"toml key twice", "r.toml", toml("sessions = 3", "sessions = 3\nsessions = 4"), "r.toml:7:"},

@@ -39,6 +39,7 @@ import (
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/reason"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/tomlfile"
 )
 
 // Read reads the description in data (TOML when isTOML, else one JSON
@@ -304,7 +305,13 @@ func (d *description) record() (*evidence.Record, error) {
 	sort.Strings(names)
 	for _, k := range names {
 		if !known[k] {
-			return nil, &fieldError{k, "not a field of a record (room, hop, start, end, class, joules, sessions, tracks, subscriber_us)", false}
+			// Issue 29: "did you mean" for an unknown key, as the
+			// configurations say it (internal/tomlfile).
+			fields := []string{"room", "hop", "start", "end", "class", "joules", "sessions", "tracks", "subscriber_us"}
+			if near := tomlfile.Nearest(k, fields); near != "" {
+				return nil, &fieldError{k, fmt.Sprintf("not a field of a record; did you mean %q? (%s)", near, strings.Join(fields, ", ")), false}
+			}
+			return nil, &fieldError{k, "not a field of a record (" + strings.Join(fields, ", ") + ")", false}
 		}
 	}
 	for _, k := range []string{"room", "start", "end", "class"} {
@@ -556,6 +563,9 @@ func tracksField(v any) ([]evidence.Track, error) {
 		}
 		for _, k := range sortedKeys(m) {
 			if k != "kind" && k != "direction" && k != "bytes" {
+				if near := tomlfile.Nearest(k, []string{"kind", "direction", "bytes"}); near != "" {
+					return nil, &fieldError{path + "." + k, fmt.Sprintf("not a field of a track; did you mean %q? (kind, direction, bytes)", near), false}
+				}
 				return nil, &fieldError{path + "." + k, "not a field of a track (kind, direction, bytes)", false}
 			}
 		}

@@ -33,7 +33,7 @@ type Code string
 // The server's own codes; the text's are reason.Code values, converted.
 const (
 	NotFound         Code = "not_found"              // no such route, or no such digest
-	UnknownRoom      Code = "unknown_room"           // a room id the server does not steer
+	RoomNotFound     Code = "room_not_found"         // a room, by id or name, the server does not hold (issue 29)
 	NoKeyLog         Code = "no_key_log"             // a room with no origin has no key log (COMPANION §4)
 	BadDigest        Code = "bad_digest"             // a path segment that is not 64 lowercase hex digits
 	BadPath          Code = "bad_path"               // a path with a dot segment or an empty segment
@@ -82,7 +82,7 @@ func StatusOf(c Code) int {
 		return http.StatusForbidden
 	case TokenMissing, TokenInvalid:
 		return http.StatusUnauthorized
-	case NotFound, UnknownRoom, NoKeyLog:
+	case NotFound, RoomNotFound, NoKeyLog:
 		return http.StatusNotFound
 	case MethodNotAllowed:
 		return http.StatusMethodNotAllowed

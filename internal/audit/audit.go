@@ -39,6 +39,9 @@ type Rooms interface {
 	Steered(id sig.Hash) (Room, bool)
 	// Archived is a room the store holds and the server does not steer.
 	Archived(id sig.Hash) (store.Room, bool)
+	// Find is the room a {room} path segment names, by id or by name
+	// (web.RoomOf).
+	Find(segment string) (sig.Hash, *api.Error)
 }
 
 // Deps is what the audit reads and does not own.
@@ -204,7 +207,7 @@ func (a *Audit) serveRecord(w http.ResponseWriter, r *http.Request) {
 // roomBytes finds a room's descriptor and head: a steered room's current
 // ones, or those the store holds of a room no longer configured.
 func (a *Audit) roomBytes(r *http.Request) (desc, head []byte, aerr *api.Error) {
-	id, aerr := web.Digest(r.PathValue("room"))
+	id, aerr := a.rooms.Find(r.PathValue("room"))
 	if aerr != nil {
 		return nil, nil, aerr
 	}
@@ -214,7 +217,7 @@ func (a *Audit) roomBytes(r *http.Request) (desc, head []byte, aerr *api.Error) 
 	if ar, ok := a.rooms.Archived(id); ok {
 		return ar.Descriptor, ar.KeyLogHead, nil
 	}
-	return nil, nil, api.Errorf(api.UnknownRoom, "the server holds no room %s", id)
+	return nil, nil, api.Errorf(api.RoomNotFound, "the server holds no room %s", id)
 }
 
 // serveDescriptor answers GET /v1/rooms/{room}/descriptor: the room's

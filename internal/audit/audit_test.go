@@ -42,6 +42,21 @@ func (r *rooms) Steered(id sig.Hash) (Room, bool) {
 	return rm, ok
 }
 
+func (r *rooms) Find(segment string) (sig.Hash, *api.Error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ns []web.RoomName
+	for id, rm := range r.steered {
+		d, _ := room.ParseDescriptor(rm.Descriptor)
+		ns = append(ns, web.RoomName{ID: id, Name: d.Name})
+	}
+	for id, rm := range r.archived {
+		d, _ := room.ParseDescriptor(rm.Descriptor)
+		ns = append(ns, web.RoomName{ID: id, Name: d.Name})
+	}
+	return web.RoomOf(segment, ns)
+}
+
 func (r *rooms) Archived(id sig.Hash) (store.Room, bool) {
 	rm, ok := r.archived[id]
 	return rm, ok
@@ -181,8 +196,8 @@ func TestRoomRoutes(t *testing.T) {
 		{"/v1/rooms/" + id + "/keylog/1", 200, e.sc.Room.HeadBytes, Immutable, ""},
 		{"/v1/rooms/" + old + "/descriptor", 200, e.archived.DescriptorBytes, Immutable, ""},
 		{"/v1/rooms/" + old + "/keylog", 404, nil, "", api.NoKeyLog},
-		{"/v1/rooms/" + old + "/log/checkpoint", 404, nil, "", api.UnknownRoom},
-		{"/v1/rooms/" + strings.Repeat("ab", 32) + "/descriptor", 404, nil, "", api.UnknownRoom},
+		{"/v1/rooms/" + old + "/log/checkpoint", 404, nil, "", api.RoomNotFound},
+		{"/v1/rooms/" + strings.Repeat("ab", 32) + "/descriptor", 404, nil, "", api.RoomNotFound},
 		{"/v1/rooms/" + id + "/descriptor?x", 400, nil, "", api.QueryNotAllowed},
 		{"/v1/rooms/" + id + "/keylog/01", 400, nil, "", api.BadLogRequest},
 		{"/v1/rooms/" + id + "/keylog/2", 404, nil, "", api.NotFound},

@@ -40,7 +40,7 @@ type signedCheckpoint struct {
 // holds of a room no longer configured (whose tiles and proofs are still
 // served, but whose checkpoint no key of this server signs).
 func (a *Audit) logRoom(r *http.Request) (sig.Hash, *Room, *api.Error) {
-	id, aerr := web.Digest(r.PathValue("room"))
+	id, aerr := a.rooms.Find(r.PathValue("room"))
 	if aerr != nil {
 		return id, nil, aerr
 	}
@@ -50,7 +50,7 @@ func (a *Audit) logRoom(r *http.Request) (sig.Hash, *Room, *api.Error) {
 	if _, ok := a.rooms.Archived(id); ok {
 		return id, nil, nil
 	}
-	return id, nil, api.Errorf(api.UnknownRoom, "the server holds no room %s", id)
+	return id, nil, api.Errorf(api.RoomNotFound, "the server holds no room %s", id)
 }
 
 // logGet begins a log route that reads no query: the room it names, or
@@ -183,7 +183,7 @@ func (a *Audit) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	id, rm, aerr := a.logRoom(r)
 	if aerr == nil && rm == nil {
-		aerr = api.Errorf(api.UnknownRoom, "room %s is no longer steered here: no key of this server signs its checkpoint", id)
+		aerr = api.Errorf(api.RoomNotFound, "room %s is no longer steered here: no key of this server signs its checkpoint", id)
 	}
 	if aerr != nil {
 		web.Refuse(w, aerr)

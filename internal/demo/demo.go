@@ -38,12 +38,10 @@ import (
 	"github.com/waisteer/waisteer/internal/files"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/room"
-	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
-	"github.com/waisteer/waisteer/report"
 	"github.com/waisteer/waisteer/verify"
 )
 
@@ -70,6 +68,23 @@ type Options struct {
 	// EdgeStop is when the demo stops one of its pool's edges; 0 is
 	// DefaultEdgeStop.
 	EdgeStop time.Duration
+	// For is how long the demo serves before it stops by itself (-for); 0
+	// serves until ctx ends (Ctrl-C).
+	For time.Duration
+	// Prog is how the operator runs waisteer, for the commands the demo
+	// prints ("waisteer", "./waisteer", "go run ./cmd/waisteer"); "" is
+	// "waisteer".
+	Prog string
+}
+
+// errForPassed ends a demo whose -for has passed.
+var errForPassed = errors.New("-for has passed")
+
+func (o Options) prog() string {
+	if o.Prog == "" {
+		return "waisteer"
+	}
+	return o.Prog
 }
 
 // Serve serves a fresh room until ctx ends, printing to w what to try; stop,
@@ -95,6 +110,12 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 		return err
 	}
 	defer stopEdges(edges)
+	if o.For > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.For, errForPassed)
+		defer cancel()
+	}
+	start := time.Now()
 	cfg := &serve.Config{HTTP: serve.DefaultLimits()}
 	// The earlier runs' rooms, with -dir, are kept (keepEarlierRooms).
 	cfg.Server = server.Config{Rooms: []server.RoomConfig{r.RoomConfig()}, Pools: []pool.Config{pc}, OperatorToken: r.Token, Logger: logger, KeepForeignRooms: true}
@@ -145,20 +166,39 @@ func Serve(ctx context.Context, stop func(), w io.Writer, logger *slog.Logger, o
 	if edgeStop <= 0 {
 		edgeStop = DefaultEdgeStop
 	}
-	err = run(ctx, &lockedWriter{w: w}, logger, r, dataDir, demoRun{pool: pc, edges: edges, edgeStop: edgeStop})
+	lw := &lockedWriter{w: w}
+	err = run(ctx, lw, logger, r, dataDir, demoRun{pool: pc, edges: edges, edgeStop: edgeStop, start: start, stopAt: stopAt(start, o.For), prog: o.prog()})
 	if err != nil {
 		cancel() // a failed demo stops its server too
 	}
 	// Wait for the server to finish its requests and write its pending
 	// decisions.
 	<-ctx.Done()
-	return errors.Join(err, <-served)
+	err = errors.Join(err, <-served)
+	if err == nil {
+		// Issue 29: the demo says when it stops, and why.
+		why := "stopped (interrupted)"
+		if errors.Is(context.Cause(ctx), errForPassed) {
+			why = fmt.Sprintf("stopped: -for %s has passed", o.For)
+		}
+		fmt.Fprintf(lw, "%s  %s; the server finished its requests and its pending decisions.\n", time.Now().Format(time.TimeOnly), why)
+	}
+	return err
+}
+
+// stopAt is when a demo started at start with -for d stops; zero for none.
+func stopAt(start time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return start.Add(d)
 }
 
 // run backfills a window of records, has the hops post a record every
 // period, makes and verifies the first decision, prints what to try, and
 // then asks again each period for the same session until ctx is done.
 func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir string, dp demoRun) error {
+	prog := dp.prog
 	c := client.New()
 	hopCtx, hopsDone := context.WithCancel(ctx)
 	defer hopsDone()
@@ -220,24 +260,28 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, r *Room, dataDir
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Verify it from its URL alone, pinning the room's authority key (the demo just did: accept):")
-	fmt.Fprintf(w, "  go run ./cmd/waisteer verify -url %s -authority %s\n", first.Decision, r.AuthorityPub)
+	fmt.Fprintf(w, "  %s verify -url %s -authority %s\n", prog, first.Decision, r.AuthorityPub)
 	fmt.Fprintln(w, "Audit the room's whole log of decisions: the tree, each decision (§9), the loads and shares (§9.2):")
-	fmt.Fprintf(w, "  go run ./cmd/waisteer audit -url %s -room %s\n", base, r.ID)
+	fmt.Fprintf(w, "  %s audit -url %s -room %s\n", prog, base, r.ID)
 	fmt.Fprintln(w, "The room's state, on the operator's route:")
 	fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' %s/v1/rooms/%s/status\n", r.Token, base, r.ID)
 	fmt.Fprintln(w, "The operator's dashboard, in a browser (sign in with the token):")
 	fmt.Fprintf(w, "  %s/dashboard  token %s\n", base, r.Token)
 	if dataDir != "" {
-		fmt.Fprintf(w, "The room's files and a configuration for `waisteer serve -c %s` are in %s.\n",
+		fmt.Fprintf(w, "The room's files and a configuration for `%s serve -c %s` are in %s.\n", prog,
 			filepath.Join(filepath.Dir(dataDir), "serve.toml"), filepath.Dir(dataDir))
 	}
 	fmt.Fprintln(w)
 	hc := &http.Client{Timeout: 10 * time.Second}
-	reloads, firsts, err := introPool(ctx, w, hc, base, r.Token, dp.pool, dp.edgeStop)
+	reloads, firsts, err := introPool(ctx, w, hc, base, r.Token, dp.pool, dp.edgeStop, dp.stopAt)
 	if err != nil {
 		return fmt.Errorf("the demo's pool: %w", err)
 	}
-	fmt.Fprintln(w, "Serving until Ctrl-C. Each period the room's session asks again from its RELOAD-URI:")
+	until := "until Ctrl-C"
+	if !dp.stopAt.IsZero() {
+		until = fmt.Sprintf("for %s, until %s (-for; Ctrl-C stops it sooner)", dp.stopAt.Sub(dp.start), dp.stopAt.Format(time.TimeOnly))
+	}
+	fmt.Fprintf(w, "Serving %s. Each period the room's session asks again from its RELOAD-URI:\n", until)
 	poolErr := make(chan error, 1)
 	go func() { poolErr <- runPool(ctx, w, hc, dp.pool, dp.edges, reloads, firsts, dp.edgeStop) }()
 	defer func() {
@@ -276,6 +320,9 @@ type demoRun struct {
 	pool     pool.Config
 	edges    []*demoEdge
 	edgeStop time.Duration
+	start    time.Time // when the demo started
+	stopAt   time.Time // when -for ends it; zero for Ctrl-C only
+	prog     string    // how the operator runs waisteer
 }
 
 // demoLine describes one decision on one line, with each figure as µJ per
@@ -592,73 +639,6 @@ steering_key = "steer.key"
 		}
 	}
 	return filepath.Join(dir, "serve.toml"), nil
-}
-
-// Offline is the demo without a server: a room, a policy and signed
-// records from internal/scenario's fixed keys, one decision, written to
-// files in dir and verified.
-func Offline(w io.Writer, dir string) error {
-	if dir == "" {
-		d, err := os.MkdirTemp("", "waisteer-demo-")
-		if err != nil {
-			return err
-		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	pws := scenario.DefaultPathways()
-	pws = append(pws, scenario.Pathway{
-		ID: "b-edge2", CloneOf: "b", Host: "edge2.cdn-b.example", Params: []policy.Param{{Name: "via", Value: "edge2"}},
-		TopTier: 2, LatencyMs: 80, Capacity: policy.Unlimited, Hops: []scenario.Hop{pws[1].Hops[0]},
-	})
-	pws[2].Hops[0].Class, pws[2].Hops[1].Class = evidence.OnChipCounter, evidence.OnChipCounter
-	sc, err := scenario.Build(scenario.Spec{Name: "demo", Pathways: pws, Periods: 10})
-	if err != nil {
-		return err
-	}
-	sess, err := report.NewSession(nil)
-	if err != nil {
-		return err
-	}
-	t := uint64(8*scenario.Period + 10_000_000)
-	target := "/v1/steer?_HLS_pathway=%22a%22&_HLS_throughput=6000000"
-	proto, rep := report.Read(target, nil, sc.Policy.IDs())
-	m, err := sc.Decide(scenario.Request{T: t, Protocol: proto, Report: rep, Session: sess})
-	if err != nil {
-		return err
-	}
-	files := map[string][]byte{
-		"room.cbor": sc.Room.DescriptorBytes, "keylog.cbor": sc.Room.HeadBytes,
-		"policy.wsp1": sc.PolicyBytes, "decision.wsd1": m.Bytes, "manifest.json": m.Manifest,
-	}
-	var records []byte
-	for _, r := range sc.Records {
-		records = append(records, r...)
-	}
-	files["records.wmh1"] = records
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return err
-		}
-	}
-	facts, err := verify.Verify(verify.Input{Descriptor: sc.Room.DescriptorBytes, KeyLogHead: sc.Room.HeadBytes,
-		Policy: sc.PolicyBytes, Decision: m.Bytes, Records: sc.Records, Manifest: m.Manifest})
-	if err != nil {
-		return fmt.Errorf("the demo's own decision does not verify: %w", err)
-	}
-	fmt.Fprintf(w, "room %s with %d pathways; %d signed per-hop records\n", sc.Room.ID(), len(sc.Policy.Pathways), len(sc.Records))
-	fmt.Fprintf(w, "request  %s\n", target)
-	fmt.Fprintf(w, "decision %s: %s first (%s), ttl %d s\n", m.Digest, facts.Priority[0], facts.Reason, facts.TTL)
-	for _, p := range facts.Pathways {
-		fmt.Fprintf(w, "  %-8s %-7s class %d  J %s µJ  D %s B\n", p.ID, p.Status, p.Class, p.Joules, p.Delivery)
-	}
-	fmt.Fprintf(w, "manifest %s\n", m.Manifest)
-	fmt.Fprintf(w, "HLS      %s\n", decision.HLSTag(sc.Policy))
-	fmt.Fprintf(w, "DASH     %s\n", decision.DASHElement(sc.Policy))
-	fmt.Fprintf(w, "\nfiles in %s; check the decision yourself:\n", dir)
-	fmt.Fprintf(w, "  go run ./cmd/waisteer verify -room %[1]s/room.cbor -keylog %[1]s/keylog.cbor -policy %[1]s/policy.wsp1 -decision %[1]s/decision.wsd1 -records %[1]s/records.wmh1 -manifest %[1]s/manifest.json\n", dir)
-	return nil
 }
 
 // postRecords posts records back to back and requires every one accepted (or

@@ -149,7 +149,8 @@ func getManifest(ctx context.Context, c *http.Client, u string) (poolManifest, [
 
 // introPool prints what the pool is and what to try; it mints the demo's
 // sessions and returns their RELOAD-URIs and first edges.
-func introPool(ctx context.Context, w io.Writer, c *http.Client, base, token string, cfg pool.Config, stopAfter time.Duration) ([]string, []string, error) {
+// stopAt, when not zero, is when -for ends the demo.
+func introPool(ctx context.Context, w io.Writer, c *http.Client, base, token string, cfg pool.Config, stopAfter time.Duration, stopAt time.Time) ([]string, []string, error) {
 	route := base + cfg.Path
 	first, raw, err := getManifest(ctx, c, route)
 	if err != nil {
@@ -177,7 +178,12 @@ func introPool(ctx context.Context, w io.Writer, c *http.Client, base, token str
 		firsts = append(firsts, m.Priority[0])
 	}
 	fmt.Fprintf(w, "%d sessions: %s.\n", len(reloads), shares(cfg, firsts))
-	fmt.Fprintf(w, "In %v the demo stops edge-2, the heaviest, and says which sessions moved.\n\n", stopAfter.Round(time.Second))
+	if !stopAt.IsZero() && !time.Now().Add(stopAfter).Before(stopAt) {
+		// Issue 29: -for is said, and what it leaves out.
+		fmt.Fprintf(w, "The demo would stop edge-2 in %v, after -for ends it: give -edge-stop under -for to see which sessions move.\n\n", stopAfter.Round(time.Second))
+	} else {
+		fmt.Fprintf(w, "In %v the demo stops edge-2, the heaviest, and says which sessions moved.\n\n", stopAfter.Round(time.Second))
+	}
 	return reloads, firsts, nil
 }
 

@@ -60,6 +60,10 @@ func Open(ctx context.Context, rc Config, stored map[sig.Hash]store.Room, d Deps
 		// An operator may have installed a newer head since the
 		// configuration was written: the greater seq wins.
 		if pr, err := room.Open(prev.Descriptor, prev.KeyLogHead); err == nil && pr.Head().Seq > rm.Head().Seq {
+			// Issue 29: said, with both seqs, so that an operator who
+			// restored an older file knows it is not the one in force.
+			d.Log.Warn("the configured key log file is older than the head the store holds: steering by the store's (GET /v1/rooms/{room}/keylog gives it, to write into the file)",
+				"room", rm.ID().String(), "file_seq", rm.Head().Seq, "stored_seq", pr.Head().Seq)
 			rm, desc, head = pr, prev.Descriptor, prev.KeyLogHead
 		}
 	}

@@ -90,8 +90,8 @@ type serveFile struct {
 	Store             *storeFile      `toml:"store"`
 	OperatorTokenFile *string         `toml:"operator_token_file"`
 	OperatorTokenEnv  *string         `toml:"operator_token_env"`
-	SessionGrace      *string         `toml:"session_grace"`
-	Retention         *string         `toml:"retention"`
+	SessionGrace      *string         `toml:"session_grace" want:"duration"`
+	Retention         *string         `toml:"retention" want:"duration"`
 	HTTP              httpFile        `toml:"http"`
 	Room              []serveRoomFile `toml:"room"`
 	// Pools: the station seed's [steering] table, and [[pool]] tables of
@@ -112,17 +112,17 @@ type storeFile struct {
 	// Rooms the store holds and the configuration does not name are
 	// refused at start unless this is true (server.Config).
 	KeepForeignRooms *bool   `toml:"keep_foreign_rooms"`
-	ConnectTimeout   *string `toml:"connect_timeout"`
-	StatementTimeout *string `toml:"statement_timeout"`
+	ConnectTimeout   *string `toml:"connect_timeout" want:"duration"`
+	StatementTimeout *string `toml:"statement_timeout" want:"duration"`
 }
 
 type httpFile struct {
 	Engine            *string `toml:"engine"`
-	ReadHeaderTimeout *string `toml:"read_header_timeout"`
-	ReadTimeout       *string `toml:"read_timeout"`
-	WriteTimeout      *string `toml:"write_timeout"`
-	IdleTimeout       *string `toml:"idle_timeout"`
-	ShutdownTimeout   *string `toml:"shutdown_timeout"`
+	ReadHeaderTimeout *string `toml:"read_header_timeout" want:"duration"`
+	ReadTimeout       *string `toml:"read_timeout" want:"duration"`
+	WriteTimeout      *string `toml:"write_timeout" want:"duration"`
+	IdleTimeout       *string `toml:"idle_timeout" want:"duration"`
+	ShutdownTimeout   *string `toml:"shutdown_timeout" want:"duration"`
 	MaxHeaderBytes    *int64  `toml:"max_header_bytes"`
 	Cert              *string `toml:"cert"` // PEM chain (tls.go)
 	Key               *string `toml:"key"`  // PEM private key
@@ -312,6 +312,7 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 		}
 		cfg.Server.Rooms = append(cfg.Server.Rooms, rc)
 	}
+	r.frontRooms(f, cfg) // frontrooms.go
 	return cfg
 }
 

@@ -17,7 +17,7 @@ import (
 // frontFile is the [front] table (issue 13).
 type frontFile struct {
 	Origin         *string             `toml:"origin"`
-	Timeout        *string             `toml:"timeout"`
+	Timeout        *string             `toml:"timeout" want:"duration"`
 	MaxBytes       *int64              `toml:"max_bytes"`
 	CacheMS        *int64              `toml:"cache_ms"`
 	Bases          map[string]string   `toml:"bases"`

@@ -58,7 +58,13 @@ func FuzzServeConfig(f *testing.F) {
 		// half of it, and files that are not a pair.
 		"[http]\ncert = \"cert.pem\"\nkey = \"key.pem\"\n" + room, "tls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n" + room,
 		"tls_cert = \"cert.pem\"\n[http]\nkey = \"key.pem\"\n" + room, "[http]\nengine = \"fasthttp\"\ncert = \"cert.pem\"\n" + room,
-		"[http]\ncert = \"key.pem\"\nkey = \"cert.pem\"\n" + room, "[http]\ncert = \"ca.pem\"\nkey = \"steer.key\"\n" + room} {
+		"[http]\ncert = \"key.pem\"\nkey = \"cert.pem\"\n" + room, "[http]\ncert = \"ca.pem\"\nkey = \"steer.key\"\n" + room,
+		// Issue 29: values of the wrong type and misspelt keys, at each
+		// table, and a front playlist's room by name, id and neither.
+		"session_grace = 20\n[http]\nread_timout = 1\n" + room, room + "check_every_s = \"5s\"\nsteer_key = 1\n",
+		"[[pool]]\nname = \"p\"\n[[pool.edges]]\nweight = 1.5\n[[pool.rules]]\npriority = \"a\"\n",
+		room + "[front]\norigin = \".\"\n" + frontPlaylist + "room = \"demo\"\n", room + "[front]\norigin = \".\"\n" + frontPlaylist + "room = \"" + r.ID.String() + "\"\n",
+		room + "[front]\norigin = \".\"\n" + frontPlaylist + "room = \"demo1\"\n"} {
 		f.Add([]byte(s))
 	}
 	name := filepath.Join(dir, "serve.toml")

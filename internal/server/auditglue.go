@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/audit"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
@@ -18,6 +19,8 @@ func (a auditRooms) Steered(id sig.Hash) (audit.Room, bool) {
 	}
 	return auditRoom(h, h.State()), true
 }
+
+func (a auditRooms) Find(segment string) (sig.Hash, *api.Error) { return a.s.roomOf(segment) }
 
 func (a auditRooms) Archived(id sig.Hash) (store.Room, bool) {
 	r, ok := a.s.archived[id]

@@ -166,7 +166,7 @@ func TestLogRoutes(t *testing.T) {
 		wantError(t, c.target, resp, b, c.status, c.code)
 	}
 	resp, b = e.get("/v1/rooms/" + strings.Repeat("ab", 32) + "/log/checkpoint")
-	wantError(t, "another room", resp, b, 404, "unknown_room")
+	wantError(t, "another room", resp, b, 404, "room_not_found")
 
 	// A new key log head: the checkpoint names it from the log's size
 	// then, and the epochs give the handover, signed under head 1.

@@ -370,8 +370,9 @@ func TestTwoRoomsOnePath(t *testing.T) {
 			t.Errorf("room=%s decided for %s", c.q, d.Room)
 		}
 	}
+	// Issue 29: a room no route names is not found.
 	resp, b := e.get("/steer?room=3")
-	wantError(t, "no room", resp, b, 400, "room_not_identified")
+	wantError(t, "no room", resp, b, 404, "room_not_found")
 }
 
 // TestMetrics: /metrics is Prometheus text with the counters issue 5
@@ -433,7 +434,7 @@ func TestArchivedRoom(t *testing.T) {
 	})
 	e.audit(m)
 	resp, b := e.do("POST", "/v1/rooms/"+e.room()+"/records", e.sc.Records[0], nil)
-	wantError(t, "records for an archived room", resp, b, 404, "unknown_room")
+	wantError(t, "records for an archived room", resp, b, 404, "room_not_found")
 }
 
 // TestDecisionNotRebuilt: a stored row whose bytes do not rebuild to its

@@ -114,13 +114,21 @@ func buildRoutes(hubs []*roomsteer.Room, pools []*poolsteer.Steerer, h *roomstee
 }
 
 // steerHub finds the room or pool a steering request is for: the one at
-// its path, or of several, the one whose query parts it holds most of.
+// its path, or of several, the one whose query parts it holds most of. A
+// query that gives a key of a room's parts another value than the room's
+// names no room there: 404 room_not_found (issue 29: `?room=livee1` was
+// steered by the only room at the path, live1's `?room=live1`, without a
+// word). A query that names nothing is steered by the only room at its path,
+// as before.
 func (t *routeTable) steerHub(path, rawQuery string) (steerer, bool, *api.Error) {
 	ts := t.steer[path]
 	switch len(ts) {
 	case 0:
 		return nil, false, nil
 	case 1:
+		if _, ok := ts[0].route.Matches(rawQuery); !ok && ts[0].route.Contradicts(rawQuery) {
+			return nil, true, roomNotAt(path, rawQuery)
+		}
 		return ts[0].to, true, nil
 	}
 	var best steerer
@@ -137,10 +145,19 @@ func (t *routeTable) steerHub(path, rawQuery string) (steerer, bool, *api.Error)
 			tie = true
 		}
 	}
+	if best == nil && !slices.ContainsFunc(ts, func(c steerTarget) bool { return !c.route.Contradicts(rawQuery) }) {
+		return nil, true, roomNotAt(path, rawQuery)
+	}
 	if best == nil || tie {
 		return nil, true, api.Errorf(api.RoomAmbiguous, "several rooms steer at %q, and the query names none of them", path)
 	}
 	return best, true, nil
+}
+
+// roomNotAt refuses a steering request whose query names no room of those
+// at its path.
+func roomNotAt(path, rawQuery string) *api.Error {
+	return api.Errorf(api.RoomNotFound, "no room steers at %q with the query %q", path, rawQuery)
 }
 
 // decisionDigest matches a request to a decision prefix and returns the

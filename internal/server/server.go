@@ -25,6 +25,7 @@ import (
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/poolsteer"
 	"github.com/waisteer/waisteer/internal/reach"
+	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
@@ -458,17 +459,44 @@ func (s *Server) cleanPath(next http.Handler) http.Handler {
 	})
 }
 
-// hubOf finds the room a {room} path segment names.
+// hubOf finds the room a {room} path segment names, by id or name.
 func (s *Server) hubOf(r *http.Request) (*roomsteer.Room, *api.Error) {
-	id, aerr := web.Digest(r.PathValue("room"))
+	id, aerr := s.roomOf(r.PathValue("room"))
 	if aerr != nil {
 		return nil, aerr
 	}
 	h, ok := s.hubs[id]
 	if !ok {
-		return nil, api.Errorf(api.UnknownRoom, "the server steers no room %s", id)
+		return nil, api.Errorf(api.RoomNotFound, "the server steers no room %s", id)
 	}
 	return h, nil
+}
+
+// roomOf finds the room a {room} path segment names (web.RoomOf): among
+// the rooms steered, then among those the store holds and the
+// configuration does not name.
+func (s *Server) roomOf(segment string) (sig.Hash, *api.Error) {
+	if id, aerr := web.Digest(segment); aerr == nil {
+		return id, nil // the audit's tiles are fetched by id, many at once
+	}
+	var steered []web.RoomName
+	for _, h := range s.sortedHubs() {
+		steered = append(steered, web.RoomName{ID: h.ID(), Name: h.State().Room().Name()})
+	}
+	id, aerr := web.RoomOf(segment, steered)
+	if aerr == nil || aerr.Code != api.RoomNotFound {
+		return id, aerr
+	}
+	var archived []web.RoomName
+	for id, r := range s.archived {
+		if d, err := room.ParseDescriptor(r.Descriptor); err == nil {
+			archived = append(archived, web.RoomName{ID: id, Name: d.Name})
+		}
+	}
+	if id, aerr2 := web.RoomOf(segment, archived); aerr2 == nil {
+		return id, nil
+	}
+	return id, aerr
 }
 
 func (s *Server) sortedHubs() []*roomsteer.Room {

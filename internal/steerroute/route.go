@@ -129,3 +129,28 @@ func (r Route) Matches(rawQuery string) (int, bool) {
 	}
 	return n, n >= len(r.query)
 }
+
+// Contradicts reports whether the request's raw query names another value
+// for a key of the route's query parts: it holds a part with the key of one
+// of them ("room" of "room=live1") and not that part ("room=livee1"), so
+// that it names something other than the route's room (issue 29). A query
+// that holds none of the keys contradicts nothing.
+func (r Route) Contradicts(rawQuery string) bool {
+	for _, part := range r.query {
+		key, _, _ := strings.Cut(part, "=")
+		has, other := false, false
+		for q := range strings.SplitSeq(rawQuery, "&") {
+			k, _, _ := strings.Cut(q, "=")
+			switch {
+			case q == part:
+				has = true
+			case k == key:
+				other = true
+			}
+		}
+		if other && !has {
+			return true
+		}
+	}
+	return false
+}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,9 +35,15 @@ type keyError struct {
 
 // Decode reads doc into v (a struct of toml tags), refusing a key v has no
 // field for, and returns the File that places the mistakes found after.
-// A syntax error is placed at its line and column, an unknown key at its
-// line with its table's index.
+// A syntax error is placed at its line and column; an unknown key (with the
+// nearest the table allows: "did you mean") and a value of the wrong type
+// (with the type the key takes) at its line, all of them at once (check.go).
 func Decode(name string, doc []byte, v any) (*File, error) {
+	if t := reflect.TypeOf(v); t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		if errs := check(name, doc, t.Elem()); len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+	}
 	d := toml.NewDecoder(bytes.NewReader(doc))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {

@@ -95,3 +95,35 @@ func Preflight(w http.ResponseWriter, methods, headers string) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// A RoomName is a room the server holds, by its id and its descriptor's
+// name, for RoomOf.
+type RoomName struct {
+	ID   sig.Hash
+	Name string
+}
+
+// RoomOf finds the room a {room} path segment names, among rooms: by its
+// digest (64 lowercase hexadecimal digits, the room id), or else by its
+// descriptor's name, matched exactly (issue 29: operator routes took only
+// the digest). A segment of a digest is returned whether or not rooms hold
+// it (the caller's lookup says); a name no room has is 404 room_not_found,
+// and a name several rooms share is 400 room_not_identified.
+func RoomOf(segment string, rooms []RoomName) (sig.Hash, *api.Error) {
+	if id, aerr := Digest(segment); aerr == nil {
+		return id, nil
+	}
+	var found []sig.Hash
+	for _, r := range rooms {
+		if r.Name == segment && !slices.Contains(found, r.ID) {
+			found = append(found, r.ID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return sig.Hash{}, api.Errorf(api.RoomNotFound, "the server holds no room named %q (a room is named by its descriptor's name or its 64-digit id)", segment)
+	case 1:
+		return found[0], nil
+	}
+	return sig.Hash{}, api.Errorf(api.RoomAmbiguous, "%d rooms are named %q: name one by its 64-digit id", len(found), segment)
+}

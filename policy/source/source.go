@@ -39,17 +39,17 @@ type compiler struct {
 // accept the forms example.toml documents.
 type policyFile struct {
 	Room             *string       `toml:"room"`
-	Period           *string       `toml:"period"`
-	Window           *string       `toml:"window"`
-	Lag              *string       `toml:"lag"`
+	Period           *string       `toml:"period" want:"duration"`
+	Window           *string       `toml:"window" want:"duration"`
+	Lag              *string       `toml:"lag" want:"duration"`
 	Basis            any           `toml:"basis"`
 	Floor            *uint8        `toml:"floor"`
 	Tiers            []uint64      `toml:"tiers"`
-	LatencyCeiling   *string       `toml:"latency_ceiling"`
-	MinBuffer        *string       `toml:"min_buffer"`
+	LatencyCeiling   *string       `toml:"latency_ceiling" want:"duration"`
+	MinBuffer        *string       `toml:"min_buffer" want:"duration"`
 	Hysteresis       any           `toml:"hysteresis"`
-	TTL              *string       `toml:"ttl"`
-	MinTTL           *string       `toml:"min_ttl"`
+	TTL              *string       `toml:"ttl" want:"duration"`
+	MinTTL           *string       `toml:"min_ttl" want:"duration"`
 	QueryBeforeStart *bool         `toml:"query_before_start"`
 	Initial          *string       `toml:"initial"`
 	ServerURI        *string       `toml:"server_uri"`
@@ -64,7 +64,7 @@ type pathwayFile struct {
 	Host     *string           `toml:"host"`
 	Params   map[string]string `toml:"params"`
 	TopTier  *uint8            `toml:"top_tier"`
-	Latency  *string           `toml:"latency"`
+	Latency  *string           `toml:"latency" want:"duration"`
 	Capacity any               `toml:"capacity"`
 	MinShare any               `toml:"min_share"`
 	Hops     []hopFile         `toml:"hops"`
