@@ -10,6 +10,9 @@
 // {"id":N,"op":"wait","fn":JS,"timeoutMs":MS} (until the function, given as
 // text, returns something truthy); {"id":N,"op":"eval","fn":JS};
 // {"id":N,"op":"screenshot","path":...,"sel":... or "","full":BOOL};
+// {"id":N,"op":"patch","fn":JS}: until {"op":"unpatch"}, the page's GET
+// /v1/dashboard is answered with the server's answer as the function
+// (given as text, run here) changes it, for a state the demo cannot make;
 // {"id":N,"op":"states"}: the bodies of the page's latest answers of 200
 // to GET /v1/dashboard (at most 20, oldest first), as the page received
 // them, so that the test can hold the page's tables against the answer
@@ -67,6 +70,16 @@ async function main() {
     wait: (c) => page.waitForFunction(fn('function () { return !!(' + c.fn + ')() }'), null, { timeout: c.timeoutMs || 10000, polling: 100 }).then(() => null),
     eval: (c) => page.evaluate(fn(c.fn)),
     states: () => Promise.resolve(states.slice()),
+    patch: (c) => {
+      const change = fn(c.fn);
+      return page.route((u) => u.pathname === '/v1/dashboard', async (route) => {
+        if (route.request().method() !== 'GET') return route.continue();
+        const resp = await route.fetch();
+        if (resp.status() !== 200) return route.fulfill({ response: resp });
+        return route.fulfill({ response: resp, body: JSON.stringify(change(JSON.parse(await resp.text()))) });
+      }).then(() => null);
+    },
+    unpatch: () => page.unrouteAll().then(() => null),
     screenshot: (c) => (c.sel ? page.locator(c.sel).first().screenshot({ path: c.path }) : page.screenshot({ path: c.path, fullPage: !!c.full })).then(() => null),
   };
   const rl = readline.createInterface({ input: process.stdin });

@@ -53,6 +53,7 @@ type pageState struct {
 				Refused   map[string]uint64 `json:"refused"`
 				InIndex   uint64            `json:"in_index"`
 			} `json:"records"`
+			QoE *qoeState `json:"qoe"`
 		} `json:"status"`
 		Unit string `json:"unit"`
 		Hops []struct {
@@ -91,6 +92,7 @@ type pageState struct {
 				At                    time.Time
 				Pathway, What, Detail string
 			} `json:"changes"`
+			QoE *qoeState `json:"qoe"`
 		} `json:"view"`
 		History []struct {
 			At    time.Time `json:"at"`
@@ -101,6 +103,53 @@ type pageState struct {
 			} `json:"edges"`
 		} `json:"history"`
 	} `json:"pools"`
+}
+
+// qoeState is a QoE view (internal/view.QoEView), in the fields shown.
+type qoeState struct {
+	Settings struct {
+		WindowS float64 `json:"window_s"`
+	} `json:"settings"`
+	Cells []struct {
+		Pathway, Cohort, State string
+		Sessions               uint64
+		WithThroughput         uint64     `json:"with_throughput"`
+		Throughput             [3]uint64  `json:"throughput_bps"`
+		WithBuffer             uint64     `json:"with_buffer"`
+		Buffer                 [3]uint64  `json:"buffer_ms"`
+		LastMove               *time.Time `json:"last_move"`
+	} `json:"cells"`
+	Moves []struct {
+		At                          time.Time
+		Pathway, Cohort, To, Reason string
+		Median                      uint64 `json:"median_bps"`
+		Best                        uint64 `json:"best_bps"`
+		Sessions                    uint64
+	} `json:"moves"`
+}
+
+// qoeRows are a QoE view's two tables: its cells, with the quantiles over
+// the sessions that reported each or "no report" where none did, and its
+// moves, latest first.
+func qoeRows(q *qoeState, clock func(time.Time) string) (cells, moves [][]string) {
+	q3 := func(n uint64, xs [3]uint64) string {
+		if n == 0 {
+			return "no report"
+		}
+		return fmt.Sprintf("%s / %s / %s (%s reported)", group(xs[0]), group(xs[1]), group(xs[2]), group(n))
+	}
+	for _, c := range q.Cells {
+		last := "none"
+		if c.LastMove != nil {
+			last = clock(*c.LastMove)
+		}
+		cells = append(cells, []string{c.Pathway, c.Cohort, group(c.Sessions), c.State, q3(c.WithThroughput, c.Throughput), q3(c.WithBuffer, c.Buffer), last})
+	}
+	for i := len(q.Moves) - 1; i >= 0; i-- {
+		m := q.Moves[i]
+		moves = append(moves, []string{clock(m.At), m.Pathway, m.Cohort, m.To, group(m.Median), group(m.Best), group(m.Sessions), m.Reason})
+	}
+	return cells, moves
 }
 
 // pageTable is one table as the page shows it.
@@ -270,6 +319,9 @@ func checkTables(t *testing.T, d *dashDriver, loc *time.Location) map[string]int
 			ats = append(ats, h.At)
 		}
 		want[key("room-shares", s.Room)] = sharesRows(ids, ats, firsts, loads, clock)
+		if s.QoE != nil {
+			want[key("qoe-cells", s.Room)], want[key("qoe-moves", s.Room)] = qoeRows(s.QoE, clock)
+		}
 	}
 	for _, pd := range st.Pools {
 		v := pd.View
@@ -330,6 +382,9 @@ func checkTables(t *testing.T, d *dashDriver, loc *time.Location) map[string]int
 			rows = append(rows, []string{clock(c.At), c.Pathway, c.What, c.Detail})
 		}
 		want[key("changes", name)] = rows
+		if v.QoE != nil {
+			want[key("qoe-cells", name)], want[key("qoe-moves", name)] = qoeRows(v.QoE, clock)
+		}
 	}
 
 	seen := map[string]int{}
@@ -390,7 +445,7 @@ func cellMatches(got, w string) bool {
 	case strings.HasPrefix(w, "^") && strings.Contains(w, "≈"):
 		// A figure: "J / D (≈ q)", q to four places.
 		pre, q, _ := strings.Cut(strings.TrimPrefix(w, "^"), "≈ ≈")
-		rest, ok := strings.CutPrefix(got, pre)
+		rest, ok := strings.CutPrefix(got, pre+"≈ ")
 		x, ok1 := readNum(strings.TrimSuffix(rest, ")"))
 		y, _ := strconv.ParseFloat(strings.TrimSuffix(q, ")"), 64)
 		return ok && ok1 && math.Abs(x-y) <= 0.0006*y
@@ -451,154 +506,4 @@ func orNone(xs []string) string {
 		return "none"
 	}
 	return strings.Join(xs, "; ")
-}
-
-// keepsAcrossPolls opens the timeline's table, scrolls it sideways, scrolls
-// the page to it and focuses the first digest's copy button in it, waits
-// for three polls, and requires the same table still open, the same button
-// focused, the table's box and the page still scrolled (issue 29: "polls
-// update in place").
-func keepsAcrossPolls(t *testing.T, d *dashDriver, refresh time.Duration) {
-	t.Helper()
-	var set struct {
-		Open, Focused bool
-		ScrollLeft    float64
-		ScrollY       float64
-		Overflows     bool
-	}
-	d.evalInto(t, `() => {
-	  const det = document.querySelector('.room details[data-key="timeline"]');
-	  det.open = true;
-	  det.__kept = true;
-	  const box = det.querySelector('.scroll');
-	  box.scrollLeft = 40;
-	  const b = det.querySelector('button[data-copy]');
-	  b.__kept = true;
-	  det.scrollIntoView({block: 'start'});
-	  b.focus({preventScroll: true});
-	  return {open: det.open, focused: document.activeElement === b, scrollLeft: box.scrollLeft, scrollY: scrollY, overflows: box.scrollWidth > box.clientWidth};
-	}`, &set)
-	if !set.Open || !set.Focused || set.ScrollY < 100 {
-		t.Fatalf("setting up: %+v", set)
-	}
-	if !set.Overflows || set.ScrollLeft != 40 {
-		t.Errorf("the timeline's table does not scroll sideways at this width: %+v", set)
-	}
-	var at0 string
-	d.evalInto(t, `() => document.getElementById('updated').dataset.at`, &at0)
-	polls := []string{at0}
-	for len(polls) < 4 {
-		prev := polls[len(polls)-1]
-		d.wait(t, fmt.Sprintf(`() => document.getElementById('updated').dataset.at !== %q`, prev), refresh+5*time.Second)
-		var at string
-		d.evalInto(t, `() => document.getElementById('updated').dataset.at`, &at)
-		polls = append(polls, at)
-	}
-	var got struct {
-		Open, SameDetails, Focused, SameButton bool
-		ScrollLeft, ScrollY, Top               float64
-	}
-	d.evalInto(t, `() => {
-	  const det = document.querySelector('.room details[data-key="timeline"]');
-	  const b = document.activeElement;
-	  return {open: det.open, sameDetails: !!det.__kept, focused: !!(b && b.matches('button[data-copy]') && det.contains(b)), sameButton: !!(b && b.__kept),
-	    scrollLeft: det.querySelector('.scroll').scrollLeft, scrollY: scrollY, top: b ? b.getBoundingClientRect().top : -1};
-	}`, &got)
-	t.Logf("across the polls at %v: %+v (set %+v)", polls[1:], got, set)
-	if !got.Open || !got.SameDetails {
-		t.Errorf("after three polls the timeline's table is open %v, the same element %v", got.Open, got.SameDetails)
-	}
-	if !got.Focused || !got.SameButton {
-		t.Errorf("after three polls the focus is on the copy button %v, the same one %v", got.Focused, got.SameButton)
-	}
-	if got.ScrollLeft != set.ScrollLeft {
-		t.Errorf("the table's box scrolled %v px, then %v after three polls", set.ScrollLeft, got.ScrollLeft)
-	}
-	if got.ScrollY < 100 || got.Top < 0 || got.Top > 900 {
-		t.Errorf("after three polls the page is scrolled to %v px (from %v) and the focused button at %v px: not in view", got.ScrollY, set.ScrollY, got.Top)
-	}
-}
-
-// chartText is the smallest chart text as shown, px: its font size times
-// its chart's scale.
-const chartTextJS = `() => {
-  const ts = [...document.querySelectorAll('#board svg.chart text')];
-  return {n: ts.length, min: Math.min(...ts.map((e) => parseFloat(getComputedStyle(e).fontSize) * e.getScreenCTM().a))};
-}`
-
-// checkWidth, at the page's width now: chart text at least 11 px, and a
-// scroll hint shown for each table that scrolls and for none that does not.
-func checkWidth(t *testing.T, d *dashDriver, vw int) {
-	t.Helper()
-	var ct struct {
-		N   int
-		Min float64
-	}
-	d.evalInto(t, chartTextJS, &ct)
-	t.Logf("at %d px: %d chart labels, the smallest %.1f px", vw, ct.N, ct.Min)
-	if ct.N < 10 || ct.Min < 11 {
-		t.Errorf("at %d px: %d chart labels, the smallest %.2f px; want at least 11", vw, ct.N, ct.Min)
-	}
-	var hints []struct {
-		Table           string
-		Scrolls, Hinted bool
-	}
-	d.evalInto(t, `() => [...document.querySelectorAll('#board .tablebox')].filter((b) => b.offsetParent).map((b) => {
-	  const sc = b.querySelector('.scroll');
-	  return {table: b.querySelector('table').dataset.table, scrolls: sc.scrollWidth > sc.clientWidth + 1, hinted: !b.querySelector('.scroll-hint').hidden};
-	})`, &hints)
-	n := 0
-	for _, h := range hints {
-		if h.Scrolls != h.Hinted {
-			t.Errorf("at %d px the table %s scrolls %v, and says so %v", vw, h.Table, h.Scrolls, h.Hinted)
-		}
-		if h.Scrolls {
-			n++
-		}
-	}
-	t.Logf("at %d px %d of %d tables shown scroll sideways", vw, n, len(hints))
-	if vw == 375 && n == 0 {
-		t.Errorf("at 375 px no table scrolls sideways: the hints are not tried")
-	}
-}
-
-// checkTerms: each term issue 29 names has its line in the page's
-// glossary; every digest on the board is shown whole (64 hexadecimal
-// digits), and a click on a digest's "to inspector" puts it, whole, in the
-// inspector's input.
-func checkTerms(t *testing.T, d *dashDriver) {
-	t.Helper()
-	var terms []string
-	d.evalInto(t, `() => [...document.querySelectorAll('#glossary dt')].map((e) => e.textContent + ': ' + e.nextElementSibling.textContent)`, &terms)
-	for _, w := range []string{"§5.1", "§9.1", "draw", "headroom", "evidence stale", "figure J / D", "p10/p50/p90"} {
-		if !slices.ContainsFunc(terms, func(s string) bool {
-			term, line, _ := strings.Cut(s, ": ")
-			return strings.Contains(term, w) && len(line) > 20
-		}) {
-			t.Errorf("the glossary has no line on %q: %q", w, terms)
-		}
-	}
-	var digests []string
-	d.evalInto(t, `() => [...document.querySelectorAll('#board .digest code')].map((e) => e.textContent)`, &digests)
-	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
-	for _, x := range digests {
-		if !hex64.MatchString(x) {
-			t.Errorf("a digest shown as %q, not whole", x)
-		}
-	}
-	if len(digests) < 3 {
-		t.Errorf("%d digests on the board; the room's, its policy's and the hops' keys at least", len(digests))
-	}
-	var room string
-	d.evalInto(t, `() => document.querySelector('.room').dataset.room`, &room)
-	d.do(t, "click", map[string]any{"sel": ".room .digest button[data-inspect]"})
-	var in struct {
-		Value   string
-		Focused bool
-	}
-	d.evalInto(t, `() => ({value: document.getElementById('inspect-input').value, focused: document.activeElement.id === 'inspect-input'})`, &in)
-	if in.Value != room || !in.Focused || !hex64.MatchString(room) {
-		t.Errorf("after a click on the room digest's \"to inspector\": the input holds %q (focused %v); the room is %q", in.Value, in.Focused, room)
-	}
-	d.do(t, "eval", map[string]any{"fn": `() => { document.getElementById('inspect-input').value = ''; return null }`})
 }

@@ -220,6 +220,7 @@ func TestDashboard(t *testing.T) {
 	// with an edge down and a change listed.
 	t.Logf("tables read against GET /v1/dashboard: %v", checkTables(t, d, loc))
 	checkTerms(t, d)
+	checkPatched(t, d, loc, refresh, filepath.Join(shots, "shares.png"))
 
 	// An unknown digest and a malformed URL: the server's message.
 	unknown := sha256.Sum256([]byte("no decision has this digest"))
@@ -316,7 +317,7 @@ func TestDashboard(t *testing.T) {
 
 	d.noReload(t)
 	d.checkEvents(t)
-	for _, name := range []string{"signed-out", "room", "pool", "inspector-accepted", "inspector-refused", "phone", "page-1280", "page-375"} {
+	for _, name := range []string{"signed-out", "room", "pool", "inspector-accepted", "inspector-refused", "phone", "page-1280", "page-375", "shares"} {
 		checkScreenshot(t, filepath.Join(shots, name+".png"))
 	}
 	t.Logf("TestDashboard took %.1f s", time.Since(started).Seconds())
