@@ -34,7 +34,17 @@ import (
 // refresh time and without a reload, inspects a decision and a tampered one,
 // gives a clear message for a wrong token, an unknown digest and a malformed
 // URL, fits a phone's width and a desktop's, has readable text, and writes
-// a screenshot of each view.
+// a screenshot of each view (into t.ArtifactDir: keep them with -artifacts).
+//
+// And issue 29's dashboard items: every table's cells against the GET
+// /v1/dashboard answer the page drew them from (dashboard_tables_test.go),
+// once as the demo runs and once on an answer patched with what the demo
+// cannot make (QoE cells with no buffer reported, a 10 % share across an
+// interval of no decision); a table kept open, scrolled and focused across
+// three polls; chart text at least 11 px and scroll hints at 1 280 and
+// 375 px; the sign-in's keys, the glossary, whole digests and the
+// inspector taking one with a click (dashboard_page_test.go). The page
+// runs at UTC+05:30, so that its local times are not its UTC ones.
 func TestDashboard(t *testing.T) {
 	started := time.Now()
 	tl := requireTools(t)
