@@ -170,7 +170,8 @@ func checkTerms(t *testing.T, d *dashDriver) {
 // cannot make: the room's history gives its first pathway 1 of 10
 // decisions, then an interval of no decision, then 1 of 10 again; the
 // pool has a QoE view with a cell whose sessions reported a throughput and
-// no buffer, and a move.
+// no buffer, and a move, and so has the room (a block the page puts before
+// the room's timeline).
 const patchJS = `(st) => {
   const r = st.rooms[0], ids = r.status.pathways.map((p) => p.id), t0 = Date.parse(st.at);
   r.history = [[0, 0], [1, 9], [1, 9], [2, 18]].map(([a, b], i) => ({at: new Date(t0 - (3 - i) * 5000).toISOString(), by_reason: {},
@@ -179,19 +180,28 @@ const patchJS = `(st) => {
   st.pools[0].view.qoe = {settings: {window_s: 30, min_sessions: 3, floor_bps: 0, fraction: 0.5, margin: 0.1, hold_s: 60, probe_share: 0.1},
     cells: [{pathway: e[0], cohort: 'all', sessions: 4, with_throughput: 4, throughput_bps: [1500000, 2500000, 12000000], with_buffer: 0, buffer_ms: [0, 0, 0], state: 'ok', last_move: null, clients: 4}],
     moves: [{at: st.at, pathway: e[1], cohort: 'all', to: 'behind', median_bps: 1000000, best_bps: 2500000, sessions: 3, reason: 'its median is below half the best'}], ignored: {}};
+  r.status.qoe = st.pools[0].view.qoe;
   return st;
 }`
 
 // checkPatched (issue 29): on patchJS's state, the tables hold its numbers
-// (the QoE cell's buffer "no report", not 0 / 0 / 0), the QoE columns say
+// (the QoE cell's buffer "no report", not 0 / 0 / 0), a table open before
+// a block appears above it stays open, the QoE columns say
 // p10 / p50 / p90 as report/qoe computes them, and the shares chart draws
 // the first pathway's 10 % as a band a tenth of the chart high in the
 // intervals on both sides of the one of no decision, which is a grey
 // column, with no dot.
 func checkPatched(t *testing.T, d *dashDriver, loc *time.Location, refresh time.Duration, shot string) {
 	t.Helper()
+	// The room's timeline table open, before a QoE view appears above it.
+	d.do(t, "eval", map[string]any{"fn": `() => { const det = document.querySelector('.room details[data-key="timeline"]'); det.open = true; det.__before = true; return null }`})
 	d.do(t, "patch", map[string]any{"fn": patchJS})
-	d.wait(t, `() => document.querySelector('.pool table[data-table="qoe-cells"]')`, refresh+5*time.Second)
+	d.wait(t, `() => document.querySelector('.pool table[data-table="qoe-cells"]') && document.querySelector('.room table[data-table="qoe-cells"]')`, refresh+5*time.Second)
+	var kept struct{ Open, Same bool }
+	d.evalInto(t, `() => { const det = document.querySelector('.room details[data-key="timeline"]'); return {open: det.open, same: !!det.__before} }`, &kept)
+	if !kept.Open || !kept.Same {
+		t.Errorf("a QoE view appeared above the room's timeline: its table open %v, the same element %v", kept.Open, kept.Same)
+	}
 	t.Logf("on a patched answer: %v", checkTables(t, d, loc))
 	var head []string
 	d.evalInto(t, `() => [...document.querySelector('.pool table[data-table="qoe-cells"]').tHead.rows[0].cells].map((c) => c.textContent)`, &head)

@@ -210,7 +210,7 @@
     const rows = hops.map((hp) => [hp.pathway, digest(hp.hop, 'hop key'), num(hp.records.length),
       hp.records.map((r) => `${span(r.start, r.end)} ${r.class}`).join('; ') || 'none',
       hp.gaps.length ? hp.gaps.map((g) => span(g[0], g[1])).join('; ') : 'none']);
-    return h('figure', { class: 'timeline' }, h('figcaption', {}, 'Records per hop over the window (§5.2: each hop\'s records must tile it)'),
+    return h('figure', { class: 'timeline', 'data-key': 'timeline' }, h('figcaption', {}, 'Records per hop over the window (§5.2: each hop\'s records must tile it)'),
       hops.length ? [svg, legend] : h('p', { class: 'muted empty' }, 'No hop in the policy.'),
       h('details', { 'data-key': 'timeline' }, h('summary', {}, 'The timeline\'s numbers'),
         table('timeline', 'Records per hop', ['pathway', 'hop', col('records', 'records', true), 'periods (class)', col('gaps', 'gap')], rows, 'No hop.')));
@@ -236,7 +236,7 @@
     const rows = pts.slice().reverse().map((p) => [time(p.at), num(p.total),
       ids.map((id) => ({ v: share(p, id), num: true })), ids.map((id) => num(p.load[id], 'unknown'))]);
     const wait = `The first interval appears one sample after the server started (it samples every ${sample} s); each later one ${sample} s after the last.`;
-    return h('figure', { class: 'shares' }, h('figcaption', {}, title + ' between samples, stacked to 100 %'),
+    return h('figure', { class: 'shares', 'data-key': 'figure ' + kind }, h('figcaption', {}, title + ' between samples, stacked to 100 %'),
       pts.length ? WD.bandChart(pts, series, title + ' between samples; the table below has the numbers') : h('p', { class: 'muted empty' }, wait),
       h('ul', { class: 'legend' }, series.map((sr) => h('li', {}, h('span', { class: 'swatch ' + sr.cls }), sr.id)),
         h('li', {}, h('span', { class: 'swatch cempty' }), 'no ' + what + ' in the interval')),
@@ -247,7 +247,7 @@
 
   const q3 = (with_, xs) => (with_ ? xs.map(fmtNum).join(' / ') + ` (${fmtNum(with_)} reported)` : 'no report');
   function qoeView(q) {
-    return h('div', { class: 'qoe' },
+    return h('div', { class: 'qoe', 'data-key': 'qoe' },
       table('qoe-cells', 'QoE cells (window ' + q.settings.window_s + ' s): quantiles over the sessions that reported',
         ['pathway', 'cohort', col('sessions', null, true), 'state', col('throughput p10 / p50 / p90 (bit/s)', 'p10', true), col('buffer p10 / p50 / p90 (ms)', 'p10', true), 'last move'],
         q.cells.map((c) => [c.pathway, c.cohort, num(c.sessions), c.state, { v: q3(c.with_throughput, c.throughput_bps), num: true },
@@ -292,14 +292,14 @@
         col('weight', 'weight', true), col('drained', 'drained'), col('first (manifests)', 'first', true), col('sessions', 'load', true), col('headroom (sessions)', 'headroom', true)],
       v.edges.map((e) => [e.pathway, e.host, e.checked ? healthText(e.health) : 'not checked', num(e.health.failures), e.health.last_error || 'none',
         num(e.health.last_check ? e.health.last_ms : null, 'no check yet'), e.health.last_check ? time(e.health.last_check) : 'no check yet', num(e.weight), e.drained ? 'yes' : 'no', num(e.first), num(e.sessions), num(e.headroom)])),
-      h('figure', { class: 'health' }, h('figcaption', {}, 'Health history (a sample every ' + sample + ' s)'), strip,
+      h('figure', { class: 'health', 'data-key': 'health' }, h('figcaption', {}, 'Health history (a sample every ' + sample + ' s)'), strip,
         h('ul', { class: 'legend' }, ['up', 'down', 'drained'].map((k) => h('li', {}, h('span', { class: 'swatch c' + k }), k))),
         h('details', { 'data-key': 'health' }, h('summary', {}, 'The health history\'s numbers, with the check latencies'),
           table('health', 'Edges by sample (latest first)', [col('at'), ids.map((id) => [col(id + ' health', 'health'), col(id + ' check (ms)', 'check', true), col(id + ' sessions', 'load', true)])],
             hist.slice().reverse().map((sm) => [time(sm.at),
               ids.map((id) => [health(sm.edges[id]), num(sm.edges[id] ? sm.edges[id].check_ms : null), num(sm.edges[id] ? sm.edges[id].sessions : null)])]),
             `No sample yet: the server samples every ${sample} s.`))),
-      h('figure', { class: 'latency' }, h('figcaption', {}, 'Check latency (ms)'),
+      h('figure', { class: 'latency', 'data-key': 'latency' }, h('figcaption', {}, 'Check latency (ms)'),
         WD.lineChart(lat.times, lat.series, ' ms', 'Each edge\'s health check latency; the health history\'s table has the numbers'),
         h('ul', { class: 'legend' }, lat.series.map((sr) => h('li', {}, h('span', { class: 'swatch ' + sr.cls }), sr.id)))),
       sharesView('pool-shares', 'First-edge shares of the manifests', 'manifests', hist, ids, colour,

@@ -107,7 +107,7 @@ window.WD = (function () {
   // (text, or {v, tip, num}), rows arrays of cells (text, a Node, or
   // {v, num, cls}); arrays within are flattened, one cell each.
   function table(kind, caption, head, rows, empty) {
-    if (!rows.length && empty) return h('p', { class: 'muted empty', 'data-empty': kind }, empty);
+    if (!rows.length && empty) return h('p', { class: 'muted empty', 'data-empty': kind, 'data-key': 'empty ' + kind }, empty);
     const cell = (tag, c) => {
       if (c && typeof c === 'object' && !(c instanceof Node) && 'v' in c) {
         return h(tag, { class: [c.num ? 'num' : '', c.cls || ''].join(' ').trim() || null, title: c.tip || null }, c.v);
@@ -119,7 +119,7 @@ window.WD = (function () {
       th.setAttribute('scope', 'col');
       return th;
     });
-    return h('div', { class: 'tablebox' },
+    return h('div', { class: 'tablebox', 'data-key': 'table ' + kind },
       h('p', { class: 'scroll-hint muted', hidden: true }, 'Wider than the screen: scroll the table sideways →'),
       h('div', { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': caption + ' (scrolls sideways)' },
         h('table', { 'data-table': kind },
@@ -157,7 +157,18 @@ window.WD = (function () {
     }
     const kids = [...nu.childNodes];
     kids.forEach((n, i) => {
-      const o = old.childNodes[i];
+      let o = old.childNodes[i];
+      // A keyed element is found among its old siblings wherever it is,
+      // so that a block appearing before it (a QoE view) does not cost it
+      // its state.
+      const k = n.nodeType === 1 ? n.getAttribute('data-key') : null;
+      if (k != null && !(o && o.nodeType === 1 && o.getAttribute('data-key') === k)) {
+        const found = [...old.children].find((c) => c.getAttribute('data-key') === k);
+        if (found) {
+          old.insertBefore(found, o || null);
+          o = found;
+        }
+      }
       if (!o) {
         old.append(n);
       } else if (o.nodeType !== n.nodeType || o.nodeName !== n.nodeName ||
