@@ -164,10 +164,12 @@ window.WD = (function () {
       const k = n.nodeType === 1 ? n.getAttribute('data-key') : null;
       if (k != null && !(o && o.nodeType === 1 && o.getAttribute('data-key') === k)) {
         const found = [...old.children].find((c) => c.getAttribute('data-key') === k);
-        if (found) {
-          old.insertBefore(found, o || null);
-          o = found;
+        if (!found) { // a new block: o is kept for the next of nu's
+          old.insertBefore(n, o || null);
+          return;
         }
+        old.insertBefore(found, o || null);
+        o = found;
       }
       if (!o) {
         old.append(n);
