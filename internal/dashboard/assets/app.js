@@ -208,8 +208,8 @@
     const legend = h('ul', { class: 'legend' }, classes.map((c) => h('li', {}, h('span', { class: 'swatch ' + cls(c) }), c)),
       h('li', {}, h('span', { class: 'swatch cgap' }), 'gap (no record)'));
     const rows = hops.map((hp) => [hp.pathway, digest(hp.hop, 'hop key'), num(hp.records.length),
-      hp.records.map((r) => `${span(r.start, r.end)} ${r.class}`).join('; ') || 'none',
-      hp.gaps.length ? hp.gaps.map((g) => span(g[0], g[1])).join('; ') : 'none']);
+      { v: hp.records.map((r) => `${span(r.start, r.end)} ${r.class}`).join('; ') || 'none', cls: 'long' },
+      { v: hp.gaps.length ? hp.gaps.map((g) => span(g[0], g[1])).join('; ') : 'none', cls: 'long' }]);
     return h('figure', { class: 'timeline', 'data-key': 'timeline' }, h('figcaption', {}, 'Records per hop over the window (§5.2: each hop\'s records must tile it)'),
       hops.length ? [svg, legend] : h('p', { class: 'muted empty' }, 'No hop in the policy.'),
       h('details', { 'data-key': 'timeline' }, h('summary', {}, 'The timeline\'s numbers'),
