@@ -9,7 +9,15 @@
 // {"id":N,"op":"fill","sel":...,"value":...}; {"id":N,"op":"click","sel":...};
 // {"id":N,"op":"wait","fn":JS,"timeoutMs":MS} (until the function, given as
 // text, returns something truthy); {"id":N,"op":"eval","fn":JS};
-// {"id":N,"op":"screenshot","path":...,"sel":... or "","full":BOOL}.
+// {"id":N,"op":"screenshot","path":...,"sel":... or "","full":BOOL};
+// {"id":N,"op":"patch","fn":JS}: until {"op":"unpatch"}, the page's GET
+// /v1/dashboard is answered with the server's answer as the function
+// (given as text, run here) changes it, for a state the demo cannot make;
+// {"id":N,"op":"states"}: the bodies of the page's latest answers of 200
+// to GET /v1/dashboard (at most 20, oldest first), as the page received
+// them, so that the test can hold the page's tables against the answer
+// they were drawn from. With "tz" in its configuration the page runs in
+// that time zone (an IANA name), so that local time differs from UTC.
 // Answers: {"kind":"reply","id":N,"ok":BOOL,"value":...,"error":...}.
 // Events, as they come: {"kind":"console",...} (errors and warnings, with
 // the location's URL), {"kind":"pageerror",...}, {"kind":"requestfailed",...},
@@ -27,8 +35,10 @@ let stopping = false;
 
 async function main() {
   browser = await chromium.connectOverCDP(config.cdp);
-  const context = browser.contexts()[0] || (await browser.newContext());
+  const context = config.tz ? await browser.newContext({ timezoneId: config.tz })
+    : browser.contexts()[0] || (await browser.newContext());
   const page = await context.newPage();
+  const states = [];
   page.on('console', (msg) => {
     const type = msg.type();
     if (type === 'error' || type === 'warning') {
@@ -39,6 +49,12 @@ async function main() {
   page.on('requestfailed', (req) => emit({ kind: 'requestfailed', url: req.url(), failure: req.failure()?.errorText || '' }));
   page.on('response', (resp) => {
     if (resp.status() >= 400) emit({ kind: 'response', status: resp.status(), url: resp.url(), method: resp.request().method() });
+    if (resp.status() === 200 && resp.request().method() === 'GET' && new URL(resp.url()).pathname === '/v1/dashboard') {
+      resp.text().then((body) => {
+        states.push(body);
+        if (states.length > 20) states.shift();
+      }, () => {});
+    }
   });
   page.on('framenavigated', (f) => {
     if (f === page.mainFrame()) emit({ kind: 'navigated', url: f.url() });
@@ -53,6 +69,17 @@ async function main() {
     click: (c) => page.click(c.sel).then(() => null),
     wait: (c) => page.waitForFunction(fn('function () { return !!(' + c.fn + ')() }'), null, { timeout: c.timeoutMs || 10000, polling: 100 }).then(() => null),
     eval: (c) => page.evaluate(fn(c.fn)),
+    states: () => Promise.resolve(states.slice()),
+    patch: (c) => {
+      const change = fn(c.fn);
+      return page.route((u) => u.pathname === '/v1/dashboard', async (route) => {
+        if (route.request().method() !== 'GET') return route.continue();
+        const resp = await route.fetch();
+        if (resp.status() !== 200) return route.fulfill({ response: resp });
+        return route.fulfill({ response: resp, body: JSON.stringify(change(JSON.parse(await resp.text()))) });
+      }).then(() => null);
+    },
+    unpatch: () => page.unrouteAll().then(() => null),
     screenshot: (c) => (c.sel ? page.locator(c.sel).first().screenshot({ path: c.path }) : page.screenshot({ path: c.path, fullPage: !!c.full })).then(() => null),
   };
   const rl = readline.createInterface({ input: process.stdin });

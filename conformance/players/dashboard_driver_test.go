@@ -29,9 +29,11 @@ type expectedResponse struct {
 	path   string
 }
 
-func startDashDriver(t *testing.T, node, ws string) *dashDriver {
+// startDashDriver starts the driver on the Chromium at ws, its page in the
+// time zone tz (an IANA name).
+func startDashDriver(t *testing.T, node, ws, tz string) *dashDriver {
 	t.Helper()
-	cfg, _ := json.Marshal(map[string]any{"cdp": ws})
+	cfg, _ := json.Marshal(map[string]any{"cdp": ws, "tz": tz})
 	d := &dashDriver{replies: map[int]chan map[string]any{}}
 	d.nodeScript = startNode(t, node, "dashboard.mjs", cfg, "dashboard driver: ", 8<<20, func(b []byte) {
 		var ev map[string]any

@@ -34,7 +34,17 @@ import (
 // refresh time and without a reload, inspects a decision and a tampered one,
 // gives a clear message for a wrong token, an unknown digest and a malformed
 // URL, fits a phone's width and a desktop's, has readable text, and writes
-// a screenshot of each view.
+// a screenshot of each view (into t.ArtifactDir: keep them with -artifacts).
+//
+// And issue 29's dashboard items: every table's cells against the GET
+// /v1/dashboard answer the page drew them from (dashboard_tables_test.go),
+// once as the demo runs and once on an answer patched with what the demo
+// cannot make (QoE cells with no buffer reported, a 10 % share across an
+// interval of no decision); a table kept open, scrolled and focused across
+// three polls; chart text at least 11 px and scroll hints at 1 280 and
+// 375 px; the sign-in's keys, the glossary, whole digests and the
+// inspector taking one with a click (dashboard_page_test.go). The page
+// runs at UTC+05:30, so that its local times are not its UTC ones.
 func TestDashboard(t *testing.T) {
 	started := time.Now()
 	tl := requireTools(t)
@@ -71,12 +81,16 @@ func TestDashboard(t *testing.T) {
 		pathways = append(pathways, p.ID)
 	}
 
-	shots := "screenshots"
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// The screenshots: kept with -artifacts (go test -artifacts -run
+	// TestDashboard ./conformance/players), removed otherwise.
+	shots := t.ArtifactDir()
+	t.Logf("screenshots in %s", shots)
 	ws := startChromium(t, tl.chromium)
-	d := startDashDriver(t, tl.node, ws)
+	// The page runs at UTC+05:30 (a zone of no summer time), so that its
+	// local times are not its UTC ones (issue 29: local time beside UTC).
+	const tz = "Asia/Kolkata"
+	loc := time.FixedZone(tz, 5*3600+30*60)
+	d := startDashDriver(t, tl.node, ws, tz)
 	dash := base + "/dashboard"
 
 	// Signed out.
@@ -84,6 +98,13 @@ func TestDashboard(t *testing.T) {
 	d.do(t, "goto", map[string]any{"url": dash})
 	d.wait(t, `() => { const e = document.getElementById('token'); return e && e.offsetParent !== null }`, 5*time.Second)
 	d.shot(t, filepath.Join(shots, "signed-out.png"), "", true)
+	// Issue 29: the sign-in names the keys that exist.
+	signin := d.waitText(t, "#signin", time.Second)
+	for _, k := range []string{"operator_token_file", "operator_token_env"} {
+		if !strings.Contains(signin, k) {
+			t.Errorf("the sign-in does not name %s: %q", k, signin)
+		}
+	}
 
 	// A wrong token: the server's detail, on the sign-in form.
 	d.expect(401, "/v1/dashboard")
@@ -205,6 +226,12 @@ func TestDashboard(t *testing.T) {
 	d.noReload(t)
 	d.shot(t, filepath.Join(shots, "pool.png"), ".pool", false)
 
+	// Issue 29: every table's cells against the answer it was drawn from,
+	// with an edge down and a change listed.
+	t.Logf("tables read against GET /v1/dashboard: %v", checkTables(t, d, loc))
+	checkTerms(t, d)
+	checkPatched(t, d, loc, refresh, filepath.Join(shots, "shares.png"))
+
 	// An unknown digest and a malformed URL: the server's message.
 	unknown := sha256.Sum256([]byte("no decision has this digest"))
 	d.expect(404, "/v1/dashboard/inspect")
@@ -249,15 +276,28 @@ func TestDashboard(t *testing.T) {
 	d.shot(t, filepath.Join(shots, "inspector-refused.png"), "#inspector", false)
 
 	// Widths: nothing wider than the window, at a desktop's and a phone's,
-	// with the refused inspection shown (its digests are the longest words).
+	// with the refused inspection shown (its digests are the longest words);
+	// the charts' text at least 11 px and the scroll hints right at each,
+	// after a poll has drawn the page at the width; at a phone's, a table
+	// kept open, scrolled and focused across three polls; and a screenshot
+	// of the whole page at each.
 	for _, vw := range []int{1280, 375} {
 		d.do(t, "viewport", map[string]any{"w": vw, "h": 900})
 		d.wait(t, fmt.Sprintf(`() => innerWidth === %d`, vw), 5*time.Second)
+		var at string
+		d.evalInto(t, `() => document.getElementById('updated').dataset.at`, &at)
+		d.wait(t, fmt.Sprintf(`() => document.getElementById('updated').dataset.at !== %q`, at), refresh+5*time.Second)
 		var sw struct{ Doc, Body, Inner int }
 		d.evalInto(t, `() => ({doc: document.documentElement.scrollWidth, body: document.body.scrollWidth, inner: innerWidth})`, &sw)
 		if sw.Doc > sw.Inner || sw.Body > sw.Inner {
 			t.Errorf("at %d px the page is %d px wide (body %d): it overflows", vw, sw.Doc, sw.Body)
 		}
+		checkWidth(t, d, vw)
+		if vw == 375 {
+			keepsAcrossPolls(t, d, refresh)
+		}
+		d.do(t, "eval", map[string]any{"fn": `() => { window.scrollTo(0, 0); return null }`})
+		d.shot(t, filepath.Join(shots, fmt.Sprintf("page-%d.png", vw)), "", true)
 	}
 	d.do(t, "eval", map[string]any{"fn": `() => { window.scrollTo(0, 0); return null }`})
 	d.shot(t, filepath.Join(shots, "phone.png"), "", false)
@@ -287,7 +327,7 @@ func TestDashboard(t *testing.T) {
 
 	d.noReload(t)
 	d.checkEvents(t)
-	for _, name := range []string{"signed-out", "room", "pool", "inspector-accepted", "inspector-refused", "phone"} {
+	for _, name := range []string{"signed-out", "room", "pool", "inspector-accepted", "inspector-refused", "phone", "page-1280", "page-375", "shares"} {
 		checkScreenshot(t, filepath.Join(shots, name+".png"))
 	}
 	t.Logf("TestDashboard took %.1f s", time.Since(started).Seconds())

@@ -35,6 +35,7 @@ import (
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/view"
 	"github.com/waisteer/waisteer/internal/web"
+	"github.com/waisteer/waisteer/policy"
 )
 
 // Deps is what the dashboard reads of the server.
@@ -64,6 +65,9 @@ type Room interface {
 	// read at one state of the room, each hop's in a slice of its own
 	// (the dashboard sorts it).
 	Hops(a, b uint64) []Hop
+	// Basis is the basis of the operator's policy (§3.1): what a
+	// figure's delivery D counts.
+	Basis() policy.Basis
 }
 
 // A Hop is one hop of one pathway and its records in a window.

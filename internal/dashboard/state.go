@@ -13,14 +13,17 @@ import (
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/view"
 	"github.com/waisteer/waisteer/internal/web"
+	"github.com/waisteer/waisteer/policy"
 )
 
 // State is everything the page shows, in one poll.
 type State struct {
 	Server string    `json:"server"`
 	At     time.Time `json:"at"`
-	// RefreshS is how often the page polls, seconds.
+	// RefreshS is how often the page polls, seconds; SampleS how often
+	// the server samples the history the charts draw (Every).
 	RefreshS float64           `json:"refresh_s"`
+	SampleS  float64           `json:"sample_s"`
 	Rooms    []RoomState       `json:"rooms"`
 	Pools    []PoolState       `json:"pools"`
 	Front    *view.FrontStatus `json:"front,omitempty"` // with a [front]
@@ -29,7 +32,10 @@ type State struct {
 // RoomState is one energy room: its status route's answer, each hop's
 // records over the window, and the room's history.
 type RoomState struct {
-	Status  view.Status  `json:"status"`
+	Status view.Status `json:"status"`
+	// Unit is what a figure's J / D is in: J in µJ, D by the policy's
+	// basis (§5.3): bytes for basis 1, µs at or above the floor tier for 2.
+	Unit    string       `json:"unit"`
 	Hops    []HopState   `json:"hops"`
 	History []RoomSample `json:"history"` // oldest first
 }
@@ -171,7 +177,7 @@ func poolSampleOf(at time.Time, v *view.PoolView) PoolSample {
 // its end.
 func (d *Dashboard) State(ctx context.Context) State {
 	now := time.UnixMicro(int64(d.d.Clock())).UTC()
-	out := State{Server: d.d.Name, At: now, RefreshS: 3, Rooms: []RoomState{}, Pools: []PoolState{}}
+	out := State{Server: d.d.Name, At: now, RefreshS: 3, SampleS: Every.Seconds(), Rooms: []RoomState{}, Pools: []PoolState{}}
 	d.hist.mu.Lock()
 	rooms := make(map[sig.Hash][]RoomSample, len(d.hist.rooms))
 	for k, v := range d.hist.rooms {
@@ -187,7 +193,7 @@ func (d *Dashboard) State(ctx context.Context) State {
 		if aerr != nil {
 			continue
 		}
-		rd := RoomState{Status: st, Hops: hopsOf(r, st.Window), History: append(rooms[r.ID()], roomSampleOf(now, &st))}
+		rd := RoomState{Status: st, Unit: unitOf(r.Basis()), Hops: hopsOf(r, st.Window), History: append(rooms[r.ID()], roomSampleOf(now, &st))}
 		out.Rooms = append(out.Rooms, rd)
 	}
 	for _, p := range d.d.Pools() {
@@ -199,6 +205,17 @@ func (d *Dashboard) State(ctx context.Context) State {
 		out.Front = &fs
 	}
 	return out
+}
+
+// unitOf is the unit of a figure J / D under a policy of basis b (§5.3).
+func unitOf(b policy.Basis) string {
+	switch b {
+	case policy.PerByte:
+		return "µJ per byte"
+	case policy.PerSecond:
+		return "µJ per µs at or above the floor tier"
+	}
+	return "µJ per unit of delivery"
 }
 
 // hopsOf is each hop's records over the window [a, b), by pathway in the

@@ -11,6 +11,7 @@ import (
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/view"
+	"github.com/waisteer/waisteer/policy"
 )
 
 // fakeRoom is a room of one pathway of one hop, with the records given.
@@ -18,7 +19,10 @@ type fakeRoom struct {
 	id      sig.Hash
 	records []evidence.Entry
 	loadsAt []uint64 // the instants Status was asked at
+	basis   policy.Basis
 }
+
+func (r *fakeRoom) Basis() policy.Basis { return r.basis }
 
 func (r *fakeRoom) ID() sig.Hash { return r.id }
 
@@ -57,7 +61,7 @@ func entry(n byte, start, end uint64, class evidence.Class, joules uint64) evide
 // with now, and a background sample reads the loads a microsecond back.
 func TestState(t *testing.T) {
 	var now uint64 = 1_000_000
-	room := &fakeRoom{id: sig.Hash{9}, records: []evidence.Entry{
+	room := &fakeRoom{id: sig.Hash{9}, basis: policy.PerByte, records: []evidence.Entry{
 		entry(2, 150, 170, evidence.Unmetered, 0),
 		entry(1, 110, 130, evidence.Estimator, 5),
 	}}
@@ -79,7 +83,16 @@ func TestState(t *testing.T) {
 	if st.Server != "test" || len(st.Rooms) != 1 || len(st.Pools) != 1 || st.Front != nil {
 		t.Fatalf("state %+v", st)
 	}
+	// The page says how often it polls and how often the history is
+	// sampled (issue 29: empty states say when the first point comes),
+	// and a figure's unit (§5.3: basis 1 counts bytes).
+	if st.RefreshS != 3 || st.SampleS != 5 {
+		t.Errorf("refresh %v s, sample %v s; want 3 and 5", st.RefreshS, st.SampleS)
+	}
 	rd := st.Rooms[0]
+	if rd.Unit != "µJ per byte" {
+		t.Errorf("the figure's unit %q on basis 1", rd.Unit)
+	}
 	if len(rd.History) != keepSamples+1 {
 		t.Errorf("%d samples, want %d and now", len(rd.History), keepSamples)
 	}
@@ -106,5 +119,18 @@ func TestState(t *testing.T) {
 	d.serveState(w, httptest.NewRequest("GET", "/v1/dashboard?x", nil))
 	if w.Code != http.StatusBadRequest {
 		t.Errorf("with a query: %d", w.Code)
+	}
+}
+
+// TestUnit: §5.3's delivery D is bytes on basis 1 and µs at or above the
+// floor tier on basis 2; a figure J / D (J in µJ) is per one of them.
+func TestUnit(t *testing.T) {
+	for _, c := range []struct {
+		b    policy.Basis
+		want string
+	}{{policy.PerByte, "µJ per byte"}, {policy.PerSecond, "µJ per µs at or above the floor tier"}, {0, "µJ per unit of delivery"}} {
+		if got := unitOf(c.b); got != c.want {
+			t.Errorf("basis %d: %q, want %q", c.b, got, c.want)
+		}
 	}
 }

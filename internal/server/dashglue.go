@@ -10,6 +10,7 @@ import (
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/view"
+	"github.com/waisteer/waisteer/policy"
 )
 
 // The dashboard's reading of the server (internal/dashboard's Deps).
@@ -62,6 +63,9 @@ func (r dashRoom) Hops(a, b uint64) []dashboard.Hop {
 	})
 	return out
 }
+
+// Basis is the basis of the room's operator policy.
+func (r dashRoom) Basis() policy.Basis { return r.h.OperatorPolicy().Basis }
 
 // dashPool is a pool as the dashboard reads it.
 type dashPool struct{ ph *poolsteer.Steerer }
