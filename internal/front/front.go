@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,8 +52,10 @@ type Steering interface {
 	// Open is the viewer's order: its session read from rawQuery (a
 	// session the steering did not mint is replaced), or a fresh one.
 	Open(ctx context.Context, rawQuery string, h http.Header) (Opening, error)
-	// Host is the host a pathway's URIs are on: a clone's host, else "".
-	Host(pathway string) string
+	// Clone says whether pathway is a clone (RFC 8216bis §7.3,
+	// PATHWAY-CLONES) the steering sends, and its BASE-ID and its
+	// URI-REPLACEMENT's HOST and PARAMS (name, value; in any order).
+	Clone(pathway string) (base, host string, params [][2]string, ok bool)
 	// Pathways are the pathways in the configuration's order, for the
 	// status.
 	Pathways() []string
@@ -98,7 +99,7 @@ type Front struct {
 	origin    *origin.Origin
 	exact     map[string]Steering
 	prefixes  []Playlist
-	bases     map[string]string
+	bases     map[string]rawURL
 	agents    agents
 	log       *slog.Logger
 	opens     [classCount]sync.Map // family → *atomic.Uint64
@@ -113,7 +114,7 @@ func New(cfg Config) (*Front, error) {
 	if cfg.Origin == nil {
 		return nil, errors.New("front: no origin")
 	}
-	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]string{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents, cfg.SteerAgents), log: cfg.Logger}
+	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]rawURL{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents, cfg.SteerAgents), log: cfg.Logger}
 	if f.log == nil {
 		f.log = slog.Default()
 	}
@@ -131,7 +132,11 @@ func New(cfg Config) (*Front, error) {
 		}
 	}
 	for k, v := range cfg.Bases {
-		f.bases[k] = strings.TrimSuffix(v, "/")
+		b, ok := parseHTTP(v)
+		if !ok || b.hasQuery || b.hasFragment {
+			return nil, fmt.Errorf("front: the base of %q, %q, is not an http or https base URL", k, v)
+		}
+		f.bases[k] = b
 	}
 	return f, nil
 }
@@ -348,9 +353,9 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	if err != nil {
 		return nil, openFailed(err, &api.Error{Code: api.Internal, Detail: "the viewer's order: " + err.Error(), Status: http.StatusInternalServerError})
 	}
-	base, err := url.Parse(requestURL(r))
-	if err != nil {
-		return nil, &api.Error{Code: api.Internal, Detail: err.Error(), Status: http.StatusInternalServerError}
+	base, ok := parseHTTP(requestURL(r))
+	if !ok {
+		return nil, &api.Error{Code: api.Internal, Detail: "the request's URL does not read", Status: http.StatusInternalServerError}
 	}
 	order := o.Order
 	if len(order) > 3 {
@@ -376,35 +381,47 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	return out, nil
 }
 
-// onPathway is uri (resolved against the playlist's URL) on a pathway:
-// its host replaced by the clone's host (scheme and port kept, as players
-// apply a clone, RFC 8216bis 7.3), or its scheme and authority by the
-// pathway's configured base; "" when the pathway has neither.
-func (f *Front) onPathway(base *url.URL, uri, pathway string, st Steering) string {
-	ref, err := url.Parse(uri)
-	if err != nil {
+// onPathway is uri, resolved against the playlist's URL base, on a
+// pathway as a player would write it (urls.go): on the pathway's
+// configured base, or, for a clone, on its base pathway's URL with the
+// clone's HOST and PARAMS; "" when the pathway has neither, or when uri is
+// not an http or https URI.
+func (f *Front) onPathway(base rawURL, uri, pathway string, st Steering) string {
+	u, ok := resolve(base, uri)
+	if !ok {
 		return ""
 	}
-	u := base.ResolveReference(ref)
-	if h := st.Host(pathway); h != "" {
-		if port := u.Port(); port != "" {
-			u.Host = h + ":" + port
-		} else {
-			u.Host = h
-		}
-		return u.String()
+	if u, ok = f.place(u, pathway, st, 0); !ok {
+		return ""
 	}
+	return u.String()
+}
+
+// maxCloneDepth bounds a chain of clones of clones (a policy's clone names
+// a base before it; a loop is refused on the way).
+const maxCloneDepth = 8
+
+// place puts u, the URL as the viewer resolves it, on pathway, and reports
+// whether the pathway has a base or is a clone (false: u as it came).
+func (f *Front) place(u rawURL, pathway string, st Steering, depth int) (rawURL, bool) {
+	baseID, host, params, clone := st.Clone(pathway)
 	if b, ok := f.bases[pathway]; ok {
-		bu, err := url.Parse(b)
-		if err != nil {
-			return ""
-		}
-		u.Scheme, u.Host = bu.Scheme, bu.Host
-		u.Path = strings.TrimSuffix(bu.Path, "/") + u.Path
-		u.RawPath = ""
-		return u.String()
+		// A configured base wins over a clone's HOST (issue 28): the
+		// scheme and authority are the base's, its path goes first.
+		u.scheme, u.authority = b.scheme, b.authority
+		u.path = strings.TrimSuffix(b.path, "/") + u.path
+	} else if clone && depth < maxCloneDepth && baseID != pathway {
+		// RFC 8216bis §7.3: the base pathway's URI with the host
+		// replaced; the base's scheme and port kept.
+		u, _ = f.place(u, baseID, st, depth+1)
+		u.authority = withHost(u.authority, host)
+	} else {
+		return u, false
 	}
-	return ""
+	if clone {
+		u.query, u.hasQuery = withParams(u.query, u.hasQuery, params)
+	}
+	return u, true
 }
 
 // redirect sends a player that cannot steer to the same path on the first
@@ -420,30 +437,30 @@ func (f *Front) redirect(w http.ResponseWriter, r *http.Request, st Steering, qu
 		api.WriteError(w, openFailed(err, api.Errorf(api.StoreUnavailable, "deciding the viewer's pathway: %v", err)))
 		return
 	}
-	base, err := url.Parse(requestURL(r))
-	if err != nil {
-		api.WriteError(w, api.Errorf(api.Internal, "%v", err))
+	base, ok := parseHTTP(requestURL(r))
+	if !ok {
+		api.WriteError(w, api.Errorf(api.Internal, "the request's URL does not read"))
 		return
 	}
-	for _, p := range o.Order {
-		loc := f.onPathway(base, r.URL.EscapedPath(), p, st)
-		if loc == "" {
-			continue
-		}
-		q := withoutSession(query)
-		if o.Query != "" {
-			if q != "" {
-				q += "&"
-			}
-			q += o.Query
-		}
+	// The same path, byte for byte as the viewer sent it, on the pathway.
+	here := rawURL{scheme: base.scheme, authority: base.authority, path: base.path}
+	q := withoutSession(query)
+	if o.Query != "" {
 		if q != "" {
-			loc += "?" + q
+			q += "&"
+		}
+		q += o.Query
+	}
+	here.query, here.hasQuery = q, q != ""
+	for _, p := range o.Order {
+		u, ok := f.place(here, p, st, 0)
+		if !ok {
+			continue
 		}
 		if o.Decision != "" {
 			w.Header().Set("WAI-Decision", o.Decision)
 		}
-		w.Header().Set("Location", loc)
+		w.Header().Set("Location", u.String())
 		w.Header().Set("Vary", "User-Agent")
 		f.redirects.Add(1)
 		w.WriteHeader(http.StatusFound)
