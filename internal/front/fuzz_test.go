@@ -26,12 +26,13 @@ func (fixed) Tags() (string, string) {
 func (fixed) Open(_ context.Context, q string, _ http.Header) (Opening, error) {
 	return Opening{Order: []string{"a", "b", "c"}, Query: "session=0123"}, nil
 }
+
 // Clone: each pathway is a clone of the playlist's own pathway "." on the
 // host "<pathway>.example", with no PARAMS.
 func (fixed) Clone(p string) (string, string, [][2]string, bool) {
 	return ".", p + ".example", nil, true
 }
-func (fixed) Pathways() []string   { return []string{"a", "b", "c"} }
+func (fixed) Pathways() []string { return []string{"a", "b", "c"} }
 
 // FuzzFront: any path, query, User-Agent, If-None-Match and
 // If-Modified-Since a player sends is answered without a panic: a playlist

@@ -63,7 +63,7 @@ func (u rawURL) String() string {
 
 // ref is a URI reference split as RFC 3986 Appendix B splits it.
 type ref struct {
-	scheme, authority, path, query, fragment string
+	scheme, authority, path, query, fragment   string
 	hasScheme, hasAuthority, hasQuery, hasFrag bool
 }
 
