@@ -87,6 +87,9 @@ type Config struct {
 	CacheTTL     time.Duration
 	CacheEntries int
 	CacheBytes   int64
+	// MaxStreams caps the pass-through streams at once (pass.go); 0:
+	// DefaultMaxStreams.
+	MaxStreams int
 }
 
 // ModeParam is the query parameter that forces a class for testing:
@@ -107,6 +110,11 @@ type Front struct {
 	redirects atomic.Uint64
 	failures  sync.Map // code → *atomic.Uint64
 	cache     *cache   // nil: none
+	// Pass-through (pass.go): a place per stream running, and counts.
+	streams    chan struct{}
+	passed     atomic.Uint64
+	passBusy   atomic.Uint64
+	passActive atomic.Int64
 }
 
 // New makes the front of cfg.
@@ -118,6 +126,13 @@ func New(cfg Config) (*Front, error) {
 	if f.log == nil {
 		f.log = slog.Default()
 	}
+	if cfg.MaxStreams < 0 {
+		return nil, fmt.Errorf("front: MaxStreams %d is negative", cfg.MaxStreams)
+	}
+	if cfg.MaxStreams == 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	f.streams = make(chan struct{}, cfg.MaxStreams)
 	if cfg.CacheTTL > 0 {
 		f.cache = newCache(cfg.CacheTTL, cfg.CacheEntries, cfg.CacheBytes)
 	}
@@ -195,6 +210,9 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 	// Playlists are public, as the steering manifest is: a player in a
 	// page on another origin may read them.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !f.Steers(r.URL.Path) && f.pass(w, r) {
+		return // a segment, a key, a media playlist by another name: as the origin has it
+	}
 	class, family, rule := f.agents.classify(r.Header.Get("User-Agent"))
 	query, forced := stripMode(r.URL.RawQuery)
 	switch forced {
@@ -553,7 +571,17 @@ type Opens struct {
 	SteeringShare float64           `json:"steering_share"`
 	Redirects     uint64            `json:"redirects"`
 	Failures      map[string]uint64 `json:"failures"`
+	// PassThrough counts what went through from the origin unchanged
+	// (pass.go): streams opened, running now, and refused for MaxStreams.
+	PassThrough PassCounts `json:"pass_through"`
 	At            time.Time         `json:"at"`
+}
+
+// PassCounts are the pass-through's counts.
+type PassCounts struct {
+	Streams uint64 `json:"streams"`
+	Active  int64  `json:"active"`
+	Busy    uint64 `json:"busy"`
 }
 
 // Opens is the count so far.
@@ -586,6 +614,7 @@ func (f *Front) Opens() Opens {
 		o.SteeringShare = float64(o.ByClass[Steers.String()]) / float64(total)
 	}
 	o.Redirects = f.redirects.Load()
+	o.PassThrough = PassCounts{Streams: f.passed.Load(), Active: f.passActive.Load(), Busy: f.passBusy.Load()}
 	f.failures.Range(func(k, v any) bool { o.Failures[k.(string)] = v.(*atomic.Uint64).Load(); return true })
 	return o
 }
