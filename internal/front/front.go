@@ -574,7 +574,7 @@ type Opens struct {
 	// PassThrough counts what went through from the origin unchanged
 	// (pass.go): streams opened, running now, and refused for MaxStreams.
 	PassThrough PassCounts `json:"pass_through"`
-	At            time.Time         `json:"at"`
+	At          time.Time  `json:"at"`
 }
 
 // PassCounts are the pass-through's counts.

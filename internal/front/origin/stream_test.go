@@ -27,4 +27,3 @@ func TestByteRange(t *testing.T) {
 		}
 	}
 }
-
