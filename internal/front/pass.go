@@ -146,15 +146,7 @@ func (f *Front) OpenPass(r *http.Request) (*Pass, *api.Error) {
 func (f *Front) pass(w http.ResponseWriter, r *http.Request) bool {
 	p, aerr := f.OpenPass(r)
 	if aerr != nil {
-		f.failQuiet(aerr)
-		if aerr.Code == codeBusy {
-			// A code of the front's own, which api.StatusOf does not map:
-			// its status written here.
-			w.Header().Set("Retry-After", "1")
-			api.WriteJSON(w, http.StatusServiceUnavailable, aerr)
-			return true
-		}
-		api.WriteError(w, aerr)
+		f.WritePassRefusal(w, aerr)
 		return true
 	}
 	if p == nil {
@@ -178,6 +170,22 @@ func (f *Front) pass(w http.ResponseWriter, r *http.Request) bool {
 	// here: the deferred Close ends the origin's side.
 	io.CopyBuffer(onlyWriter{w}, p.Body, *buf)
 	return true
+}
+
+// WritePassRefusal answers a pass-through OpenPass refused, and counts
+// it: front_busy 503 with Retry-After, the origin's refusals as a
+// playlist's.
+func (f *Front) WritePassRefusal(w http.ResponseWriter, aerr *api.Error) {
+	f.failQuiet(aerr)
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if aerr.Code == codeBusy {
+		// A code of the front's own, which api.StatusOf does not map: its
+		// status written here.
+		w.Header().Set("Retry-After", "1")
+		api.WriteJSON(w, http.StatusServiceUnavailable, aerr)
+		return
+	}
+	api.WriteError(w, aerr)
 }
 
 // onlyWriter hides a ResponseWriter's ReadFrom, so that CopyBuffer uses
