@@ -27,3 +27,31 @@ func TestByteRange(t *testing.T) {
 		}
 	}
 }
+
+// FuzzByteRange: any Range value a player sends, for any size, is read
+// without a panic (issue 28, "every reader of outside bytes"), and a range
+// read lies within the file: 0 <= first <= last < size, or first −1 for
+// one unsatisfiable; a value that reads is "bytes=" and one range.
+func FuzzByteRange(f *testing.F) {
+	for _, s := range []string{"bytes=0-0", "bytes=-5", "bytes=10-", "bytes=5-1", "bytes=0-1,2-3", "bytes=99999999999999999999-", " bytes= 1-2", "items=1-2"} {
+		f.Add(s, int64(1000))
+	}
+	f.Fuzz(func(t *testing.T, v string, size int64) {
+		if size < 0 {
+			size = -size
+		}
+		if size < 0 {
+			return
+		}
+		first, last, ok := byteRange(v, size)
+		if !ok {
+			return
+		}
+		if first == -1 {
+			return
+		}
+		if first < 0 || first > last || last >= size {
+			t.Fatalf("%q of %d: %d-%d", v, size, first, last)
+		}
+	})
+}
