@@ -382,16 +382,26 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	// The viewer's own pathway, the first of its order, carries its
 	// variants; the next two carry the backups. Each is made from the URI
 	// the origin wrote, its variable references kept (vars.go).
+	on := map[string]int{} // a variant's URI as written → its pathway's place in order
 	out, err := hls.Backup(nil, b, func(uri string) string {
 		return f.onPathwayVars(base, uri, order[0], st)
 	}, func(uri string) []string {
 		var us []string
-		for _, p := range order[1:] {
+		for k, p := range order[1:] {
 			if u := f.onPathwayVars(base, uri, p, st); u != "" {
 				us = append(us, u)
+				on[u] = k + 1
 			}
 		}
 		return us
+	})
+	if err != nil {
+		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
+	}
+	// Renditions and I-frame playlists on the same pathways, each backup
+	// variant naming its own pathway's groups (hls.PlaceRenditions).
+	out, err = hls.PlaceRenditions(nil, out, len(order), func(uri string) int { return on[uri] }, func(uri string, k int) string {
+		return f.onPathwayVars(base, uri, order[k], st)
 	})
 	if err != nil {
 		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
