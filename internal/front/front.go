@@ -115,6 +115,7 @@ type Front struct {
 	passed     atomic.Uint64
 	passBusy   atomic.Uint64
 	passActive atomic.Int64
+	warn       warnings // warnings.go
 }
 
 // New makes the front of cfg.
@@ -322,7 +323,11 @@ func (f *Front) fetch(r *http.Request, query, ifNoneMatch string) (*origin.Respo
 // never serves what it cannot tell is a playlist.
 func (f *Front) rewrite(r *http.Request, st Steering, b []byte, who viewer, query, hlsTag, dashEl string, off bool) ([]byte, string, *api.Error) {
 	if dash.IsMPD(b) {
-		return f.mpd(b, who, dashEl, off)
+		out, kind, aerr := f.mpd(b, who, dashEl, off)
+		if aerr == nil && !off {
+			f.checkPathways(r.URL.Path, st, b, "", dashEl, false)
+		}
+		return out, kind, aerr
 	}
 	kind, err := hls.Classify(b)
 	switch {
@@ -343,6 +348,7 @@ func (f *Front) rewrite(r *http.Request, st Steering, b []byte, who viewer, quer
 		if err != nil {
 			return nil, "", &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
 		}
+		f.checkPathways(r.URL.Path, st, b, hlsTag, "", false)
 		return out, "multivariant", nil
 	}
 	return nil, "", &api.Error{Code: "origin_not_playlist", Detail: "the origin's answer is neither an HLS playlist nor an MPD", Status: http.StatusBadGateway}
@@ -584,7 +590,10 @@ type Opens struct {
 	// PassThrough counts what went through from the origin unchanged
 	// (pass.go): streams opened, running now, and refused for MaxStreams.
 	PassThrough PassCounts `json:"pass_through"`
-	At          time.Time  `json:"at"`
+	// Warnings are the playlists served naming a pathway they do not
+	// declare (warnings.go).
+	Warnings []Warning `json:"warnings"`
+	At       time.Time `json:"at"`
 }
 
 // PassCounts are the pass-through's counts.
@@ -624,6 +633,7 @@ func (f *Front) Opens() Opens {
 		o.SteeringShare = float64(o.ByClass[Steers.String()]) / float64(total)
 	}
 	o.Redirects = f.redirects.Load()
+	o.Warnings = f.Warnings()
 	o.PassThrough = PassCounts{Streams: f.passed.Load(), Active: f.passActive.Load(), Busy: f.passBusy.Load()}
 	f.failures.Range(func(k, v any) bool { o.Failures[k.(string)] = v.(*atomic.Uint64).Load(); return true })
 	return o

@@ -291,6 +291,8 @@ func (s *Server) writeFrontMetrics(b *bytes.Buffer) {
 	fmt.Fprintf(b, "waisteer_front_steering_share %g\n", o.SteeringShare)
 	b.WriteString("# HELP waisteer_front_redirects_total Players that cannot steer, redirected on opening.\n# TYPE waisteer_front_redirects_total counter\n")
 	fmt.Fprintf(b, "waisteer_front_redirects_total %d\n", o.Redirects)
+	b.WriteString("# HELP waisteer_front_pathway_warnings Playlists served naming in their steering line a pathway they do not declare (the front's status lists them).\n# TYPE waisteer_front_pathway_warnings gauge\n")
+	fmt.Fprintf(b, "waisteer_front_pathway_warnings %d\n", len(o.Warnings))
 	b.WriteString("# HELP waisteer_front_failures_total Playlists the front could not serve, by code.\n# TYPE waisteer_front_failures_total counter\n")
 	for _, k := range slices.Sorted(maps.Keys(o.Failures)) {
 		fmt.Fprintf(b, "waisteer_front_failures_total{code=%q} %d\n", k, o.Failures[k])

@@ -24,14 +24,21 @@ import (
 // Issue 28, "Every pathway plays" and "URLs as players resolve them",
 // through the server on both engines (TestMain).
 
-// newPlayEnv is a server with pool c and a front over og at /hls/, with
-// bases.
-func newPlayEnv(t *testing.T, c pool.Config, og *origin.Origin, bases map[string]string) *frontEnv {
+// newPlayEnv is a server with pool c and a front over og at /hls/ (or at
+// paths), with bases.
+func newPlayEnv(t *testing.T, c pool.Config, og *origin.Origin, bases map[string]string, paths ...string) *frontEnv {
 	t.Helper()
+	if len(paths) == 0 {
+		paths = []string{"/hls/"}
+	}
+	var pls []FrontPlaylist
+	for _, p := range paths {
+		pls = append(pls, FrontPlaylist{Path: p})
+	}
 	e := &poolEnv{t: t, loads: store.NewLoads(), logs: &syncBuffer{}}
 	srv, err := New(context.Background(), Config{
 		Pools: []pool.Config{c}, OperatorToken: testToken,
-		Front:  &FrontConfig{Origin: og, Bases: bases, Playlists: []FrontPlaylist{{Path: "/hls/"}}},
+		Front:  &FrontConfig{Origin: og, Bases: bases, Playlists: pls},
 		Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
 	}, store.NewMemory(), e.loads)
 	if err != nil {
@@ -261,5 +268,38 @@ func TestFrontCloneURLs(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Errorf("40 viewers all had %v first", seen)
+	}
+}
+
+// TestFrontPathwayWarnings (issue 28, "Warnings ... at start and in the
+// status"): a pool with clone_from = "." fronting a playlist whose
+// variants all declare other pathways is reported at start, before any
+// viewer, in the front's status (the playlist, the pathway written, those
+// declared) and as the metric waisteer_front_pathway_warnings 1.
+func TestFrontPathwayWarnings(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "hls"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hls", "live.m3u8"), []byte("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1,PATHWAY-ID=\"cdn-a\"\na.m3u8\n"), 0o644)
+	og, _ := origin.New(dir, origin.Options{})
+	e := newPlayEnv(t, seedPool(nil, nil), og, nil, "/hls/live.m3u8")
+	var st FrontStatus
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, b := e.do("GET", "/v1/front/status", "", http.Header{"Authorization": {"Bearer " + testToken}})
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Warnings) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(st.Warnings) != 1 || st.Warnings[0].Path != "/hls/live.m3u8" || st.Warnings[0].Pathway != "." || strings.Join(st.Warnings[0].Declared, ",") != "cdn-a" {
+		t.Fatalf("warnings %+v", st.Warnings)
+	}
+	_, mb := e.do("GET", "/metrics", "", nil)
+	if !strings.Contains(string(mb), "waisteer_front_pathway_warnings 1\n") {
+		t.Error("metrics lack waisteer_front_pathway_warnings 1")
+	}
+	if !strings.Contains(e.logs.String(), "declares no pathway") {
+		t.Errorf("not logged:\n%s", e.logs.String())
 	}
 }
