@@ -293,7 +293,7 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 // CMCD in headers (CTA-5004-B header mode), a Range, or a validator of its
 // cache (issue 28).
 func Preflight(w http.ResponseWriter) {
-	web.Preflight(w, "GET, HEAD, OPTIONS", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-None-Match, If-Modified-Since")
+	web.Preflight(w, "GET, HEAD, OPTIONS", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-Range, If-None-Match, If-Modified-Since")
 }
 
 // fetch gets the path from the origin, conditionally when ifNoneMatch
