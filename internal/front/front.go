@@ -485,6 +485,14 @@ func (f *Front) redirect(w http.ResponseWriter, r *http.Request, st Steering, qu
 		}
 		q += o.Query
 	}
+	// A query no request target may hold (RFC 9112 §3.2) would not be
+	// one in a Location either.
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; c <= 0x20 || c >= 0x7f || c == '#' {
+			api.WriteError(w, api.Errorf(api.BadQuery, "the query holds the byte 0x%02x, which no request may carry", c))
+			return
+		}
+	}
 	here.query, here.hasQuery = q, q != ""
 	for _, p := range o.Order {
 		u, ok := f.place(here, p, st, 0)
