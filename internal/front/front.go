@@ -3,7 +3,12 @@
 // its pool or energy room added on the way out (the station seed), and,
 // for players that cannot steer, a redirect on opening to the first
 // pathway of the viewer's order, or a playlist of backup variants (the OTT
-// seed). Media playlists and segments are never changed. It knows nothing
+// seed). Media playlists and segments are never changed: what is not a
+// playlist the front steers passes through from the origin, streamed
+// (pass.go), so that a viewer on the playlist's own pathway plays through
+// the front; URIs it writes on other pathways are those a player would
+// write (urls.go); a playlist that lacks the pathway its line names is
+// reported (warnings.go). It knows nothing
 // of how an order is decided: a Steering (a pool or an energy room, which
 // internal/server gives it) says. What its answers carry as validators,
 // and when it answers 304, is said at the head of validators.go (issue 28,
