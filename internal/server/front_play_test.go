@@ -110,6 +110,15 @@ func TestFrontDefaultPathwayPlays(t *testing.T) {
 	if resp.ContentLength != int64(len(seg)) {
 		t.Errorf("segment: length %d, want %d", resp.ContentLength, len(seg))
 	}
+	head, err := http.NewRequest("HEAD", e.ts.URL+"/hls/low/seg10.ts", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hr, err := e.ts.Client().Do(head); err != nil || hr.StatusCode != 200 || hr.ContentLength != int64(len(seg)) {
+		t.Errorf("HEAD: %v %v", hr, err)
+	} else {
+		hr.Body.Close()
+	}
 	h.Set("Range", "bytes=1048576-1048675")
 	resp, b = e.getH("/hls/low/seg10.ts", h)
 	if resp.StatusCode != 206 || !bytes.Equal(b, seg[1048576:1048676]) || resp.Header.Get("Content-Range") != "bytes 1048576-1048675/3145745" {
