@@ -318,3 +318,28 @@ func FuzzCacheKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWithParams (RFC 8216bis §7.3): any query an origin writes gets a
+// clone's PARAMS without a panic, each once, in order, at the end, and
+// keeps every other part of the query byte for byte, in order.
+func FuzzWithParams(f *testing.F) {
+	for _, q := range []string{"", "a=1&token=x", "tok%65n=1&&b", "%zz=1&token", "+=&="} {
+		f.Add(q)
+	}
+	ps := [][2]string{{"token", "a b"}, {"cdn", "eu"}}
+	f.Fuzz(func(t *testing.T, q string) {
+		got, _ := withParams(q, true, ps)
+		if !strings.HasSuffix(got, "cdn=eu&token=a+b") {
+			t.Fatalf("%q: %q", q, got)
+		}
+		var kept []string
+		for part := range strings.SplitSeq(q, "&") {
+			if k, _, _ := strings.Cut(part, "="); part != "" && formDecode(k) != "token" && formDecode(k) != "cdn" {
+				kept = append(kept, part)
+			}
+		}
+		if want := strings.Join(append(kept, "cdn=eu&token=a+b"), "&"); got != want {
+			t.Fatalf("%q: %q, want %q", q, got, want)
+		}
+	})
+}
