@@ -3,7 +3,6 @@ package front
 import (
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -19,8 +18,8 @@ import (
 // substitutes it, and is not. Expected URIs written by hand from fixed's
 // hosts ("<pathway>.example") and the base below.
 func TestOnPathwayVars(t *testing.T) {
-	f := &Front{bases: map[string]string{"z": "https://cdn-z.example/pre"}}
-	base, _ := url.Parse("http://front.example/hls/live.m3u8")
+	f := &Front{bases: map[string]rawURL{"z": mustHTTP(t, "https://cdn-z.example/pre")}}
+	base := mustHTTP(t, "http://front.example/hls/live.m3u8")
 	noHost := hostless{}
 	for _, c := range []struct {
 		uri, pathway string
@@ -31,9 +30,10 @@ func TestOnPathwayVars(t *testing.T) {
 		{"https://origin.example/{$dir}/x.m3u8?token={$tok}&v={$A-b_9}", "b", fixed{}, "https://b.example/{$dir}/x.m3u8?token={$tok}&v={$A-b_9}"},
 		{"live/{$rend}.m3u8", "z", noHost, "https://cdn-z.example/pre/hls/live/{$rend}.m3u8"},
 		{"/{$a}{$b}/{$a}.m3u8", "a", fixed{}, "http://a.example/{$a}{$b}/{$a}.m3u8"},
-		// Not references: written as net/url writes them.
-		{"x{$}.m3u8", "a", fixed{}, "http://a.example/hls/x%7B$%7D.m3u8"},
-		{"x{$a.b}.m3u8", "a", fixed{}, "http://a.example/hls/x%7B$a.b%7D.m3u8"},
+		// Not references: written byte for byte as well, as every path is
+		// (issue 28, "paths kept byte for byte").
+		{"x{$}.m3u8", "a", fixed{}, "http://a.example/hls/x{$}.m3u8"},
+		{"x{$a.b}.m3u8", "a", fixed{}, "http://a.example/hls/x{$a.b}.m3u8"},
 		// Not placeable.
 		{"{$base}/x.m3u8", "a", fixed{}, ""},
 		{"https://{$host}/x.m3u8", "a", fixed{}, ""},
@@ -48,11 +48,20 @@ func TestOnPathwayVars(t *testing.T) {
 	}
 }
 
+func mustHTTP(t testing.TB, s string) rawURL {
+	t.Helper()
+	u, ok := parseHTTP(s)
+	if !ok {
+		t.Fatalf("%q does not read as an http URL", s)
+	}
+	return u
+}
+
 // hostless is a steering with no clones: its pathways' URIs come from the
 // front's bases.
 type hostless struct{ fixed }
 
-func (hostless) Host(string) string { return "" }
+func (hostless) Clone(string) (string, string, [][2]string, bool) { return "", "", nil, false }
 
 // TestDropTargeted: the fields RFC 9213 aims at a CDN (§3 CDN-Cache-Control,
 // §2 a targeted field of another name) and the older Surrogate-Control and

@@ -3,7 +3,12 @@
 // its pool or energy room added on the way out (the station seed), and,
 // for players that cannot steer, a redirect on opening to the first
 // pathway of the viewer's order, or a playlist of backup variants (the OTT
-// seed). Media playlists and segments are never changed. It knows nothing
+// seed). Media playlists and segments are never changed: what is not a
+// playlist the front steers passes through from the origin, streamed
+// (pass.go), so that a viewer on the playlist's own pathway plays through
+// the front; URIs it writes on other pathways are those a player would
+// write (urls.go); a playlist that lacks the pathway its line names is
+// reported (warnings.go). It knows nothing
 // of how an order is decided: a Steering (a pool or an energy room, which
 // internal/server gives it) says. What its answers carry as validators,
 // and when it answers 304, is said at the head of validators.go (issue 28,
@@ -16,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,8 +58,10 @@ type Steering interface {
 	// Open is the viewer's order: its session read from rawQuery (a
 	// session the steering did not mint is replaced), or a fresh one.
 	Open(ctx context.Context, rawQuery string, h http.Header) (Opening, error)
-	// Host is the host a pathway's URIs are on: a clone's host, else "".
-	Host(pathway string) string
+	// Clone says whether pathway is a clone (RFC 8216bis §7.3,
+	// PATHWAY-CLONES) the steering sends, and its BASE-ID and its
+	// URI-REPLACEMENT's HOST and PARAMS (name, value; in any order).
+	Clone(pathway string) (base, host string, params [][2]string, ok bool)
 	// Pathways are the pathways in the configuration's order, for the
 	// status.
 	Pathways() []string
@@ -87,6 +93,9 @@ type Config struct {
 	CacheTTL     time.Duration
 	CacheEntries int
 	CacheBytes   int64
+	// MaxStreams caps the pass-through streams at once (pass.go); 0:
+	// DefaultMaxStreams.
+	MaxStreams int
 }
 
 // ModeParam is the query parameter that forces a class for testing:
@@ -99,7 +108,7 @@ type Front struct {
 	origin    *origin.Origin
 	exact     map[string]Steering
 	prefixes  []Playlist
-	bases     map[string]string
+	bases     map[string]rawURL
 	agents    agents
 	log       *slog.Logger
 	opens     [classCount]sync.Map // family → *atomic.Uint64
@@ -107,6 +116,12 @@ type Front struct {
 	redirects atomic.Uint64
 	failures  sync.Map // code → *atomic.Uint64
 	cache     *cache   // nil: none
+	// Pass-through (pass.go): a place per stream running, and counts.
+	streams    chan struct{}
+	passed     atomic.Uint64
+	passBusy   atomic.Uint64
+	passActive atomic.Int64
+	warn       warnings // warnings.go
 }
 
 // New makes the front of cfg.
@@ -114,10 +129,17 @@ func New(cfg Config) (*Front, error) {
 	if cfg.Origin == nil {
 		return nil, errors.New("front: no origin")
 	}
-	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]string{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents, cfg.SteerAgents), log: cfg.Logger}
+	f := &Front{origin: cfg.Origin, exact: map[string]Steering{}, bases: map[string]rawURL{}, agents: newAgents(cfg.RedirectAgents, cfg.BackupAgents, cfg.SteerAgents), log: cfg.Logger}
 	if f.log == nil {
 		f.log = slog.Default()
 	}
+	if cfg.MaxStreams < 0 {
+		return nil, fmt.Errorf("front: MaxStreams %d is negative", cfg.MaxStreams)
+	}
+	if cfg.MaxStreams == 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	f.streams = make(chan struct{}, cfg.MaxStreams)
 	if cfg.CacheTTL > 0 {
 		f.cache = newCache(cfg.CacheTTL, cfg.CacheEntries, cfg.CacheBytes)
 	}
@@ -132,7 +154,11 @@ func New(cfg Config) (*Front, error) {
 		}
 	}
 	for k, v := range cfg.Bases {
-		f.bases[k] = strings.TrimSuffix(v, "/")
+		b, ok := parseHTTP(v)
+		if !ok || b.hasQuery || b.hasFragment {
+			return nil, fmt.Errorf("front: the base of %q, %q, is not an http or https base URL", k, v)
+		}
+		f.bases[k] = b
 	}
 	return f, nil
 }
@@ -191,6 +217,9 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 	// Playlists are public, as the steering manifest is: a player in a
 	// page on another origin may read them.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !f.Steers(r.URL.Path) && f.pass(w, r) {
+		return // a segment, a key, a media playlist by another name: as the origin has it
+	}
 	class, family, rule := f.agents.classify(r.Header.Get("User-Agent"))
 	query, forced := stripMode(r.URL.RawQuery)
 	switch forced {
@@ -270,7 +299,7 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 // CMCD in headers (CTA-5004-B header mode), a Range, or a validator of its
 // cache (issue 28).
 func Preflight(w http.ResponseWriter) {
-	web.Preflight(w, "GET, HEAD, OPTIONS", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-None-Match, If-Modified-Since")
+	web.Preflight(w, "GET, HEAD, OPTIONS", "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-Range, If-None-Match, If-Modified-Since")
 }
 
 // fetch gets the path from the origin, conditionally when ifNoneMatch
@@ -300,7 +329,11 @@ func (f *Front) fetch(r *http.Request, query, ifNoneMatch string) (*origin.Respo
 // never serves what it cannot tell is a playlist.
 func (f *Front) rewrite(r *http.Request, st Steering, b []byte, who viewer, query, hlsTag, dashEl string, off bool) ([]byte, string, *api.Error) {
 	if dash.IsMPD(b) {
-		return f.mpd(b, who, dashEl, off)
+		out, kind, aerr := f.mpd(b, who, dashEl, off)
+		if aerr == nil && !off {
+			f.checkPathways(r.URL.Path, st, b, "", dashEl, false)
+		}
+		return out, kind, aerr
 	}
 	kind, err := hls.Classify(b)
 	switch {
@@ -321,6 +354,7 @@ func (f *Front) rewrite(r *http.Request, st Steering, b []byte, who viewer, quer
 		if err != nil {
 			return nil, "", &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
 		}
+		f.checkPathways(r.URL.Path, st, b, hlsTag, "", false)
 		return out, "multivariant", nil
 	}
 	return nil, "", &api.Error{Code: "origin_not_playlist", Detail: "the origin's answer is neither an HLS playlist nor an MPD", Status: http.StatusBadGateway}
@@ -349,9 +383,9 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	if err != nil {
 		return nil, openFailed(err, &api.Error{Code: api.Internal, Detail: "the viewer's order: " + err.Error(), Status: http.StatusInternalServerError})
 	}
-	base, err := url.Parse(requestURL(r))
-	if err != nil {
-		return nil, &api.Error{Code: api.Internal, Detail: err.Error(), Status: http.StatusInternalServerError}
+	base, ok := parseHTTP(requestURL(r))
+	if !ok {
+		return nil, &api.Error{Code: api.Internal, Detail: "the request's URL does not read", Status: http.StatusInternalServerError}
 	}
 	order := o.Order
 	if len(order) > 3 {
@@ -360,13 +394,15 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	// The viewer's own pathway, the first of its order, carries its
 	// variants; the next two carry the backups. Each is made from the URI
 	// the origin wrote, its variable references kept (vars.go).
+	on := map[string]int{} // a variant's URI as written → its pathway's place in order
 	out, err := hls.Backup(nil, b, func(uri string) string {
 		return f.onPathwayVars(base, uri, order[0], st)
 	}, func(uri string) []string {
 		var us []string
-		for _, p := range order[1:] {
+		for k, p := range order[1:] {
 			if u := f.onPathwayVars(base, uri, p, st); u != "" {
 				us = append(us, u)
+				on[u] = k + 1
 			}
 		}
 		return us
@@ -374,38 +410,58 @@ func (f *Front) backups(r *http.Request, st Steering, b []byte, query string) ([
 	if err != nil {
 		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
 	}
+	// Renditions and I-frame playlists on the same pathways, each backup
+	// variant naming its own pathway's groups (hls.PlaceRenditions).
+	out, err = hls.PlaceRenditions(nil, out, len(order), func(uri string) int { return on[uri] }, func(uri string, k int) string {
+		return f.onPathwayVars(base, uri, order[k], st)
+	})
+	if err != nil {
+		return nil, &api.Error{Code: "origin_not_playlist", Detail: err.Error(), Status: http.StatusBadGateway}
+	}
 	return out, nil
 }
 
-// onPathway is uri (resolved against the playlist's URL) on a pathway:
-// its host replaced by the clone's host (scheme and port kept, as players
-// apply a clone, RFC 8216bis 7.3), or its scheme and authority by the
-// pathway's configured base; "" when the pathway has neither.
-func (f *Front) onPathway(base *url.URL, uri, pathway string, st Steering) string {
-	ref, err := url.Parse(uri)
-	if err != nil {
+// onPathway is uri, resolved against the playlist's URL base, on a
+// pathway as a player would write it (urls.go): on the pathway's
+// configured base, or, for a clone, on its base pathway's URL with the
+// clone's HOST and PARAMS; "" when the pathway has neither, or when uri is
+// not an http or https URI.
+func (f *Front) onPathway(base rawURL, uri, pathway string, st Steering) string {
+	u, ok := resolve(base, uri)
+	if !ok {
 		return ""
 	}
-	u := base.ResolveReference(ref)
-	if h := st.Host(pathway); h != "" {
-		if port := u.Port(); port != "" {
-			u.Host = h + ":" + port
-		} else {
-			u.Host = h
-		}
-		return u.String()
+	if u, ok = f.place(u, pathway, st, 0); !ok {
+		return ""
 	}
+	return u.String()
+}
+
+// maxCloneDepth bounds a chain of clones of clones (a policy's clone names
+// a base before it; a loop is refused on the way).
+const maxCloneDepth = 8
+
+// place puts u, the URL as the viewer resolves it, on pathway, and reports
+// whether the pathway has a base or is a clone (false: u as it came).
+func (f *Front) place(u rawURL, pathway string, st Steering, depth int) (rawURL, bool) {
+	baseID, host, params, clone := st.Clone(pathway)
 	if b, ok := f.bases[pathway]; ok {
-		bu, err := url.Parse(b)
-		if err != nil {
-			return ""
-		}
-		u.Scheme, u.Host = bu.Scheme, bu.Host
-		u.Path = strings.TrimSuffix(bu.Path, "/") + u.Path
-		u.RawPath = ""
-		return u.String()
+		// A configured base wins over a clone's HOST (issue 28): the
+		// scheme and authority are the base's, its path goes first.
+		u.scheme, u.authority = b.scheme, b.authority
+		u.path = strings.TrimSuffix(b.path, "/") + u.path
+	} else if clone && depth < maxCloneDepth && baseID != pathway {
+		// RFC 8216bis §7.3: the base pathway's URI with the host
+		// replaced; the base's scheme and port kept.
+		u, _ = f.place(u, baseID, st, depth+1)
+		u.authority = withHost(u.authority, host)
+	} else {
+		return u, false
 	}
-	return ""
+	if clone {
+		u.query, u.hasQuery = withParams(u.query, u.hasQuery, params)
+	}
+	return u, true
 }
 
 // redirect sends a player that cannot steer to the same path on the first
@@ -421,30 +477,38 @@ func (f *Front) redirect(w http.ResponseWriter, r *http.Request, st Steering, qu
 		api.WriteError(w, openFailed(err, api.Errorf(api.StoreUnavailable, "deciding the viewer's pathway: %v", err)))
 		return
 	}
-	base, err := url.Parse(requestURL(r))
-	if err != nil {
-		api.WriteError(w, api.Errorf(api.Internal, "%v", err))
+	base, ok := parseHTTP(requestURL(r))
+	if !ok {
+		api.WriteError(w, api.Errorf(api.Internal, "the request's URL does not read"))
 		return
 	}
-	for _, p := range o.Order {
-		loc := f.onPathway(base, r.URL.EscapedPath(), p, st)
-		if loc == "" {
-			continue
-		}
-		q := withoutSession(query)
-		if o.Query != "" {
-			if q != "" {
-				q += "&"
-			}
-			q += o.Query
-		}
+	// The same path, byte for byte as the viewer sent it, on the pathway.
+	here := rawURL{scheme: base.scheme, authority: base.authority, path: base.path}
+	q := withoutSession(query)
+	if o.Query != "" {
 		if q != "" {
-			loc += "?" + q
+			q += "&"
+		}
+		q += o.Query
+	}
+	// A query no request target may hold (RFC 9112 §3.2) would not be
+	// one in a Location either.
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; c <= 0x20 || c >= 0x7f || c == '#' {
+			api.WriteError(w, api.Errorf(api.BadQuery, "the query holds the byte 0x%02x, which no request may carry", c))
+			return
+		}
+	}
+	here.query, here.hasQuery = q, q != ""
+	for _, p := range o.Order {
+		u, ok := f.place(here, p, st, 0)
+		if !ok {
+			continue
 		}
 		if o.Decision != "" {
 			w.Header().Set("WAI-Decision", o.Decision)
 		}
-		w.Header().Set("Location", loc)
+		w.Header().Set("Location", u.String())
 		w.Header().Set("Vary", "User-Agent")
 		f.redirects.Add(1)
 		w.WriteHeader(http.StatusFound)
@@ -535,7 +599,20 @@ type Opens struct {
 	SteeringShare float64           `json:"steering_share"`
 	Redirects     uint64            `json:"redirects"`
 	Failures      map[string]uint64 `json:"failures"`
-	At            time.Time         `json:"at"`
+	// PassThrough counts what went through from the origin unchanged
+	// (pass.go): streams opened, running now, and refused for MaxStreams.
+	PassThrough PassCounts `json:"pass_through"`
+	// Warnings are the playlists served naming a pathway they do not
+	// declare (warnings.go).
+	Warnings []Warning `json:"warnings"`
+	At       time.Time `json:"at"`
+}
+
+// PassCounts are the pass-through's counts.
+type PassCounts struct {
+	Streams uint64 `json:"streams"`
+	Active  int64  `json:"active"`
+	Busy    uint64 `json:"busy"`
 }
 
 // Opens is the count so far.
@@ -568,6 +645,8 @@ func (f *Front) Opens() Opens {
 		o.SteeringShare = float64(o.ByClass[Steers.String()]) / float64(total)
 	}
 	o.Redirects = f.redirects.Load()
+	o.Warnings = f.Warnings()
+	o.PassThrough = PassCounts{Streams: f.passed.Load(), Active: f.passActive.Load(), Busy: f.passBusy.Load()}
 	f.failures.Range(func(k, v any) bool { o.Failures[k.(string)] = v.(*atomic.Uint64).Load(); return true })
 	return o
 }

@@ -26,8 +26,13 @@ func (fixed) Tags() (string, string) {
 func (fixed) Open(_ context.Context, q string, _ http.Header) (Opening, error) {
 	return Opening{Order: []string{"a", "b", "c"}, Query: "session=0123"}, nil
 }
-func (fixed) Host(p string) string { return p + ".example" }
-func (fixed) Pathways() []string   { return []string{"a", "b", "c"} }
+
+// Clone: each pathway is a clone of the playlist's own pathway "." on the
+// host "<pathway>.example", with no PARAMS.
+func (fixed) Clone(p string) (string, string, [][2]string, bool) {
+	return ".", p + ".example", nil, true
+}
+func (fixed) Pathways() []string { return []string{"a", "b", "c"} }
 
 // FuzzFront: any path, query, User-Agent, If-None-Match and
 // If-Modified-Since a player sends is answered without a panic: a playlist
@@ -188,15 +193,15 @@ func FuzzValidators(f *testing.F) {
 }
 
 // FuzzOnPathwayVars (issue 28, "Backups"): any URI an origin writes is put
-// on a pathway without a panic, and when it is, as a URI that parses and
-// with exactly its variable references (rfc8216bis-22 §4.3), in order,
-// byte for byte.
+// on a pathway without a panic, and when it is, as an http URL on the
+// pathway's host with exactly its variable references (rfc8216bis-22
+// §4.3), in order, byte for byte.
 func FuzzOnPathwayVars(f *testing.F) {
-	for _, s := range []string{"live/{$rend}.m3u8", "https://o.example/{$a}/x?t={$t}", "{$base}/x", "a/{$x}/../b", "x{$a.b}y", "wvar0z{$q}", "//h/{$x}", "?{$q}#{$f}"} {
+	for _, s := range []string{"live/{$rend}.m3u8", "https://o.example/{$a}/x?t={$t}", "{$base}/x", "a/{$x}/../b", "x{$a.b}y", "wvar0z{$q}", "//h/{$x}", "?{$q}#{$f}", "a0:0"} {
 		f.Add(s)
 	}
-	fr := &Front{bases: map[string]string{}}
-	base, _ := url.Parse("https://front.example/hls/live.m3u8")
+	fr := &Front{bases: map[string]rawURL{}}
+	base := mustHTTP(f, "https://front.example/hls/live.m3u8")
 	f.Fuzz(func(t *testing.T, uri string) {
 		out := fr.onPathwayVars(base, uri, "b", fixed{})
 		if out == "" {
@@ -205,10 +210,56 @@ func FuzzOnPathwayVars(f *testing.F) {
 		if got, want := varRefs(out), varRefs(uri); !slices.Equal(got, want) {
 			t.Fatalf("%q written %q: references %q, want %q", uri, out, got, want)
 		}
-		if _, err := url.Parse(out); err != nil {
-			t.Fatalf("%q written %q: %v", uri, out, err)
+		u, ok := parseHTTP(out)
+		if !ok || withHost(u.authority, "b.example") != u.authority {
+			t.Fatalf("%q written %q: not on b.example", uri, out)
 		}
 	})
+}
+
+// FuzzResolve (issue 28, "paths kept byte for byte"): the front's resolver
+// (urls.go, RFC 3986 §5.2) agrees with net/url's ResolveReference on every
+// reference net/url writes back as it read it (letters, digits and
+// "-._~/?=&:", no escapes), and never panics on any other.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"a.m3u8", "../x/./y.m3u8?a=1", "/abs", "//h.example/p", "http://o.example:81/p/../q", "?q", "", ".", "..", "a/..", "g;x", "a0:0", "HTTP://X/y"} {
+		f.Add("http://front.example:18082/live/main.m3u8?s=1", s)
+	}
+	f.Fuzz(func(t *testing.T, b, s string) {
+		base, ok := parseHTTP(b)
+		got, rok := resolve(base, s)
+		if r := splitRef(s); r.hasAuthority && r.authority == "" && !rok {
+			return // "///x": no host, which the front refuses to place on
+		}
+		if !ok || !plain(b) || !plain(s) || strings.Contains(splitRef(s).path, "//") || strings.Contains(base.path, "//") {
+			// An empty segment: net/url's ResolveReference collapses it
+			// where RFC 3986 §5.2.4 and the URL standard keep it.
+			return
+		}
+		bu, err1 := url.Parse(b)
+		ru, err2 := url.Parse(s)
+		if err1 != nil || err2 != nil || bu.String() != b || ru.String() != s || bu.Host == "" {
+			return
+		}
+		want := bu.ResolveReference(ru)
+		if want.Scheme != "http" && want.Scheme != "https" || want.Opaque != "" || want.Host == "" {
+			if rok {
+				t.Fatalf("%q against %q: %q, net/url %q", s, b, got, want)
+			}
+			return
+		}
+		if want.Path == "" {
+			want.Path = "/" // an empty path is "/" to a player (the URL standard), and so to the front
+		}
+		if !rok || got.String() != want.String() {
+			t.Fatalf("%q against %q: %q %v, net/url %q", s, b, got, rok, want)
+		}
+	})
+}
+
+// plain: only bytes net/url neither escapes nor decodes.
+func plain(s string) bool {
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/?=&:") == ""
 }
 
 // FuzzCacheControl: the cache's reader of the origin's Cache-Control, Age
@@ -264,6 +315,31 @@ func FuzzCacheKey(f *testing.F) {
 		same := cacheKey(p1, q1) == cacheKey(p2, q2)
 		if same != (p1 == p2 && q1 == q2) {
 			t.Fatalf("(%q, %q) and (%q, %q): same key %v", p1, q1, p2, q2, same)
+		}
+	})
+}
+
+// FuzzWithParams (RFC 8216bis §7.3): any query an origin writes gets a
+// clone's PARAMS without a panic, each once, in order, at the end, and
+// keeps every other part of the query byte for byte, in order.
+func FuzzWithParams(f *testing.F) {
+	for _, q := range []string{"", "a=1&token=x", "tok%65n=1&&b", "%zz=1&token", "+=&="} {
+		f.Add(q)
+	}
+	ps := [][2]string{{"token", "a b"}, {"cdn", "eu"}}
+	f.Fuzz(func(t *testing.T, q string) {
+		got, _ := withParams(q, true, ps)
+		if !strings.HasSuffix(got, "cdn=eu&token=a+b") {
+			t.Fatalf("%q: %q", q, got)
+		}
+		var kept []string
+		for part := range strings.SplitSeq(q, "&") {
+			if k, _, _ := strings.Cut(part, "="); part != "" && formDecode(k) != "token" && formDecode(k) != "cdn" {
+				kept = append(kept, part)
+			}
+		}
+		if want := strings.Join(append(kept, "cdn=eu&token=a+b"), "&"); got != want {
+			t.Fatalf("%q: %q, want %q", q, got, want)
 		}
 	})
 }

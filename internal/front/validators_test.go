@@ -44,8 +44,10 @@ func (s *reloaded) Tags() (string, string) {
 func (s *reloaded) Open(context.Context, string, http.Header) (Opening, error) {
 	return Opening{Order: []string{"a", "b", "c"}, Query: "session=0123"}, nil
 }
-func (s *reloaded) Host(p string) string { return p + ".example" }
-func (s *reloaded) Pathways() []string   { return []string{"a", "b", "c"} }
+func (s *reloaded) Clone(p string) (string, string, [][2]string, bool) {
+	return ".", p + ".example", nil, true
+}
+func (s *reloaded) Pathways() []string { return []string{"a", "b", "c"} }
 
 // validatingOrigin is an HTTP origin whose validators are fixed: each
 // file's ETag, one Last-Modified, Cache-Control: max-age=1 and

@@ -48,7 +48,7 @@ func isVarNameByte(c byte) bool {
 // that begins with a reference (its value may be a scheme, a host or an
 // absolute path), cannot be put on a pathway before the player substitutes
 // it: "", as for a pathway with no host or base.
-func (f *Front) onPathwayVars(base *url.URL, uri, pathway string, st Steering) string {
+func (f *Front) onPathwayVars(base rawURL, uri, pathway string, st Steering) string {
 	refs := varRefs(uri)
 	if len(refs) == 0 {
 		return f.onPathway(base, uri, pathway, st)

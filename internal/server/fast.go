@@ -47,6 +47,9 @@ func (s *Server) FastServer(l FastLimits) *fasthttp.Server {
 // the request (issue 26 item 1); the pooled request, header map and
 // slices are the handler's only until it returns.
 func (s *Server) serveFast(c *fasthttp.RequestCtx) bool {
+	if s.serveFastPass(c) {
+		return true
+	}
 	if !c.IsGet() {
 		return false
 	}

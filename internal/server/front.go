@@ -145,15 +145,29 @@ func (f *poolFront) Open(ctx context.Context, rawQuery string, h http.Header) (f
 	return front.Opening{Order: o.Order, Query: o.Query}, nil
 }
 
-func (f *poolFront) Host(pathway string) string {
-	if ph := f.pool(); ph != nil {
-		for _, e := range ph.Pool().Edges() {
-			if e.Pathway == pathway {
-				return e.Host
-			}
-		}
+// Clone is the edge's clone as the pool's steering manifest sends it
+// (internal/pool: an edge with a host, when clone_from is set): a clone
+// of clone_from, on its host, with its params.
+func (f *poolFront) Clone(pathway string) (string, string, [][2]string, bool) {
+	ph := f.pool()
+	if ph == nil {
+		return "", "", nil, false
 	}
-	return ""
+	c := ph.Pool().Config()
+	if c.CloneFrom == "" {
+		return "", "", nil, false
+	}
+	for _, e := range c.Edges {
+		if e.Pathway != pathway || e.Host == "" {
+			continue
+		}
+		var params [][2]string
+		for k, v := range e.Params {
+			params = append(params, [2]string{k, v})
+		}
+		return c.CloneFrom, e.Host, params, true
+	}
+	return "", "", nil, false
 }
 
 func (f *poolFront) Pathways() []string {
@@ -193,12 +207,20 @@ func (f *roomFront) Open(ctx context.Context, rawQuery string, h http.Header) (f
 	return front.Opening{Order: order, Query: "wai_session=" + session.String(), Decision: uri}, nil
 }
 
-func (f *roomFront) Host(pathway string) string {
+// Clone is the policy's clone (§3.2): its base, host and params, as
+// §8.1's PATHWAY-CLONES sends them.
+func (f *roomFront) Clone(pathway string) (string, string, [][2]string, bool) {
 	p := f.h.State().Policy()
-	if i, ok := p.Index(pathway); ok {
-		return p.Pathways[i].Host
+	i, ok := p.Index(pathway)
+	if !ok || !p.Pathways[i].IsClone() || int(p.Pathways[i].Base) >= len(p.Pathways) {
+		return "", "", nil, false
 	}
-	return ""
+	c := &p.Pathways[i]
+	var params [][2]string
+	for _, q := range c.Params {
+		params = append(params, [2]string{q.Name, q.Value})
+	}
+	return p.Pathways[c.Base].ID, c.Host, params, true
 }
 
 func (f *roomFront) Pathways() []string { return f.h.State().IDs() }
@@ -279,6 +301,8 @@ func (s *Server) writeFrontMetrics(b *bytes.Buffer) {
 	fmt.Fprintf(b, "waisteer_front_steering_share %g\n", o.SteeringShare)
 	b.WriteString("# HELP waisteer_front_redirects_total Players that cannot steer, redirected on opening.\n# TYPE waisteer_front_redirects_total counter\n")
 	fmt.Fprintf(b, "waisteer_front_redirects_total %d\n", o.Redirects)
+	b.WriteString("# HELP waisteer_front_pathway_warnings Playlists served naming in their steering line a pathway they do not declare (the front's status lists them).\n# TYPE waisteer_front_pathway_warnings gauge\n")
+	fmt.Fprintf(b, "waisteer_front_pathway_warnings %d\n", len(o.Warnings))
 	b.WriteString("# HELP waisteer_front_failures_total Playlists the front could not serve, by code.\n# TYPE waisteer_front_failures_total counter\n")
 	for _, k := range slices.Sorted(maps.Keys(o.Failures)) {
 		fmt.Fprintf(b, "waisteer_front_failures_total{code=%q} %d\n", k, o.Failures[k])

@@ -20,7 +20,7 @@ func TestFrontPreflight(t *testing.T) {
 	want := map[string]string{
 		"Access-Control-Allow-Origin":  "*",
 		"Access-Control-Allow-Methods": "GET, HEAD, OPTIONS",
-		"Access-Control-Allow-Headers": "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-None-Match, If-Modified-Since",
+		"Access-Control-Allow-Headers": "CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status, Range, If-Range, If-None-Match, If-Modified-Since",
 	}
 	for _, path := range []string{"/hls/live.m3u8", "/hls/missing.m3u8", "/dash/live.mpd"} {
 		resp, b := e.do("OPTIONS", path, "", pre)

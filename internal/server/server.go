@@ -238,6 +238,11 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	if s.retain > 0 {
 		s.spawn(func() { s.every(bg, "prune", time.Minute, s.prune) })
 	}
+	if s.front != nil {
+		// The front's playlists checked for the pathway their line names
+		// (issue 28, "Warnings"), before a viewer opens them.
+		s.spawn(func() { guard.Do(s.log, "front check", func() { s.front.Check(bg) }) })
+	}
 	if sw, ok := loads.(sweeper); ok {
 		// Steer and Snapshot drop a room's expired sessions as they
 		// pass; a room no request reaches is swept here.

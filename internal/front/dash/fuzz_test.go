@@ -176,3 +176,24 @@ func FuzzMPD(f *testing.F) {
 		}
 	})
 }
+
+// FuzzServiceLocations: any bytes are read without a panic (issue 28,
+// "Warnings"); every location listed is the value of a serviceLocation
+// attribute written in the bytes, listed once.
+func FuzzServiceLocations(f *testing.F) {
+	f.Add(`<?xml version="1.0"?><MPD xmlns="urn:mpeg:dash:schema:mpd:2011"><BaseURL serviceLocation="a">http://a/</BaseURL><!-- <BaseURL serviceLocation="no"/> --><Period><BaseURL serviceLocation='b'>x</BaseURL><BaseURL serviceLocation="a">y</BaseURL></Period></MPD>`)
+	f.Add(`<MPD><BaseURL serviceLocation="a"`)
+	f.Fuzz(func(t *testing.T, in string) {
+		locs, err := ServiceLocations([]byte(in))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, l := range locs {
+			if seen[l] || !strings.Contains(in, `serviceLocation="`+l+`"`) && !strings.Contains(in, `serviceLocation='`+l+`'`) {
+				t.Fatalf("%q: %q listed", in, l)
+			}
+			seen[l] = true
+		}
+	})
+}

@@ -338,3 +338,67 @@ func FuzzBackup(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlaceRenditions (issue 28, "Backups' renditions"): any playlist is
+// read without a panic; with no URI placed and every variant on the own
+// pathway, a playlist that reads is written back byte for byte; with URIs
+// placed on three pathways, what is written is still a multivariant
+// playlist, every backup group a variant names is declared by an
+// EXT-X-MEDIA line, and every placed URI is on its pathway.
+func FuzzPlaceRenditions(f *testing.F) {
+	f.Add("#EXTM3U\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"x\",URI=\"a.m3u8\"\n#EXT-X-STREAM-INF:BANDWIDTH=1,AUDIO=\"a\"\nv.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=1,AUDIO=\"a\"\nb1/v.m3u8\n#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=1,URI=\"i.m3u8\"")
+	f.Add("#EXTM3U\r\n#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"s\",NAME=\"x\",URI=\"s.m3u8\"\r\n#EXT-X-MEDIA:TYPE=CLOSED-CAPTIONS,GROUP-ID=\"c\",NAME=\"y\",INSTREAM-ID=\"CC1\"\r\n#EXT-X-STREAM-INF:BANDWIDTH=1,SUBTITLES=\"s\",CLOSED-CAPTIONS=\"c\"\r\nb2/v.m3u8")
+	f.Add("#EXTM3U\n#EXT-X-MEDIA:GROUP-ID=\"a-backup1\",URI=\"x\"\n#EXT-X-MEDIA:GROUP-ID=\"a\",URI=\"y\"\n#EXT-X-STREAM-INF:AUDIO=\"a\"\nb1/z")
+	f.Fuzz(func(t *testing.T, in string) {
+		b := []byte(in)
+		same, err := PlaceRenditions(nil, b, 3, func(string) int { return 0 }, func(string, int) string { return "" })
+		if err == nil && !bytes.Equal(same, b) {
+			t.Fatalf("nothing placed, yet\n%q\nwritten\n%q", in, same)
+		}
+		// A variant's URI beginning "b1/" or "b2/" is on backup 1 or 2.
+		which := func(u string) int {
+			switch {
+			case strings.HasPrefix(u, "b1/"):
+				return 1
+			case strings.HasPrefix(u, "b2/"):
+				return 2
+			}
+			return 0
+		}
+		out, err := PlaceRenditions(nil, b, 3, which, func(u string, k int) string { return "http://p" + string(rune('0'+k)) + "/" + u })
+		if err != nil {
+			return
+		}
+		if k, _ := Classify(b); k == Multivariant {
+			if k2, err := Classify(out); k2 != Multivariant {
+				t.Fatalf("%q written %q: %v %v", in, out, k2, err)
+			}
+		}
+		declared := map[string]bool{}
+		for _, l := range refLines(string(out)) {
+			if refName(l) == "EXT-X-MEDIA" {
+				if _, g, ok := strings.Cut(l, `GROUP-ID=`); ok {
+					if q, ok := strings.CutPrefix(g, `"`); ok {
+						g, _, _ = strings.Cut(q, `"`)
+					} else {
+						g, _, _ = strings.Cut(strings.TrimRight(g, "\r\n"), ",")
+					}
+					declared[g] = true
+				}
+			}
+		}
+		for _, l := range refLines(string(out)) {
+			if refName(l) != "EXT-X-STREAM-INF" || !strings.Contains(l, "-backup") {
+				continue
+			}
+			for _, a := range []string{`AUDIO="`, `SUBTITLES="`, `VIDEO="`} {
+				if _, g, ok := strings.Cut(l, ","+a); ok {
+					g, _, _ = strings.Cut(g, `"`)
+					if strings.Contains(g, "-backup") && !declared[g] {
+						t.Fatalf("%q written %q: group %q named, not declared", in, out, g)
+					}
+				}
+			}
+		}
+	})
+}

@@ -96,10 +96,12 @@
 // and a steering tag would send one that reads it back to the origin's
 // steering server and pathways.
 //
-// I-frame variants and EXT-X-MEDIA renditions are left as they are: the seed
-// keeps renditions on the original node ("Subtitles stay on the original node
-// after the move"), and repeating a rendition would need a new GROUP-ID per
-// backup and an AUDIO or SUBTITLES attribute rewritten in each copy.
+// The renditions (EXT-X-MEDIA) and I-frame variants the variants use are
+// then put on the same pathways (PlaceRenditions, issue 28): each group
+// written once per backup pathway under a suffixed GROUP-ID, each backup
+// variant naming its own pathway's groups, each I-frame variant repeated
+// per pathway. Left relative, they would be loaded from the front by every
+// backup viewer, and a failover would move the video but not its audio.
 package hls
 
 import (
