@@ -20,6 +20,7 @@ type frontFile struct {
 	Timeout        *string             `toml:"timeout" want:"duration"`
 	MaxBytes       *int64              `toml:"max_bytes"`
 	CacheMS        *int64              `toml:"cache_ms"`
+	MaxStreams     *int64              `toml:"max_streams"`
 	Bases          map[string]string   `toml:"bases"`
 	RedirectAgents []string            `toml:"redirect_agents"`
 	BackupAgents   []string            `toml:"backup_agents"`
@@ -104,6 +105,13 @@ func (r *serveReader) front(f *frontFile, cfg *Config) {
 			r.Errorf("front.cache_ms", "%d is not 0 (no cache) to 60000", *f.CacheMS)
 		}
 		fc.CacheTTL = time.Duration(*f.CacheMS) * time.Millisecond
+	}
+	if f.MaxStreams != nil {
+		if *f.MaxStreams < 1 || *f.MaxStreams > 1<<20 {
+			r.Errorf("front.max_streams", "%d is not 1 to 1048576 (the segments passed through at once)", *f.MaxStreams)
+		} else {
+			fc.MaxStreams = int(*f.MaxStreams)
+		}
 	}
 	switch {
 	case f.Origin == nil || *f.Origin == "":

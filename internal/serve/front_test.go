@@ -170,3 +170,38 @@ func TestFrontCacheMS(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontMaxStreams (issue 28, "Every pathway plays"): [front]
+// max_streams bounds the segments the front passes through at once; left
+// out, the front's own default (0 here); 0, negatives and more than 2^20
+// are refused with the file's line.
+func TestFrontMaxStreams(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "serve.toml")
+	for _, c := range []struct {
+		line string
+		want int
+		err  string
+	}{
+		{"", 0, ""},
+		{"max_streams = 1\n", 1, ""},
+		{"max_streams = 2048\n", 2048, ""},
+		{"max_streams = 1048576\n", 1048576, ""},
+		{"max_streams = 0\n", 0, "serve.toml:6: front.max_streams"},
+		{"max_streams = -3\n", 0, "serve.toml:6: front.max_streams"},
+		{"max_streams = 1048577\n", 0, "serve.toml:6: front.max_streams"},
+	} {
+		writeFile(t, name, strings.Replace(frontDoc("http://127.0.0.1:9"), "[front]\n", "[front]\n"+c.line, 1))
+		cfg, err := serve.Load(name, func(string) string { return "" })
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want %q", c.line, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.line, err)
+		case cfg.Server.Front.MaxStreams != c.want:
+			t.Errorf("%q: MaxStreams %d, want %d", c.line, cfg.Server.Front.MaxStreams, c.want)
+		}
+	}
+}

@@ -32,6 +32,7 @@ type FrontConfig struct {
 	RedirectAgents, BackupAgents []string
 	SteerAgents                  []string      // players to steer, over the built-in classes (issue 28)
 	CacheTTL                     time.Duration // the origin cache's cap (front.Config); 0: none
+	MaxStreams                   int           // the pass-through streams at once (front.Config); 0: front.DefaultMaxStreams
 }
 
 // FrontPlaylist is a path of the front (exact, or a prefix ending in "/")
@@ -68,7 +69,7 @@ func (s *Server) openFront(fc *FrontConfig) (*front.Front, error) {
 	}
 	return front.New(front.Config{Origin: fc.Origin, Playlists: pls, Bases: fc.Bases,
 		RedirectAgents: fc.RedirectAgents, BackupAgents: fc.BackupAgents, SteerAgents: fc.SteerAgents, Logger: s.log,
-		CacheTTL: fc.CacheTTL})
+		CacheTTL: fc.CacheTTL, MaxStreams: fc.MaxStreams})
 }
 
 // hubNamed finds a room by its id or its descriptor's name.
