@@ -63,9 +63,13 @@ type shape struct {
 	head string // `{"VERSION":1,"TTL":<ttl>,"RELOAD-URI":"` and the public_url, when set
 	// headShort is head with the QoE's short TTL, when the pool has QoE.
 	headShort string
-	public    bool
-	pathQ     string // the path and `?session=`
-	cohortQ   string // `&<cohort_param>=`, when set
+	// headKeep is head with keepTTL, the TTL of a new session's answer
+	// that keeps the pathway its player reports first.
+	headKeep string
+	keepTTL  int
+	public   bool
+	pathQ    string // the path and `?session=`
+	cohortQ  string // `&<cohort_param>=`, when set
 
 	buckets     bool
 	byBucket    [][]int32 // by bucket−1: the rules whose range holds it, in order, up to the first for every session
@@ -253,6 +257,8 @@ func newShape(c Config, old *shape) *shape {
 	}
 	sh.public = c.PublicURL != ""
 	sh.head = headOf(c.TTL)
+	sh.keepTTL = min(c.TTL, KeepTTL)
+	sh.headKeep = headOf(sh.keepTTL)
 	if c.QoE != nil {
 		sh.headShort = headOf(c.QoE.ShortTTL)
 	}

@@ -301,6 +301,10 @@ func (ph *Steerer) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	x.req.RawQuery = r.URL.RawQuery
 	x.req.Cohort = cohortHeaderOf(r, rt.cohortHeader)
 	x.req.Base = requestBase(r)
+	if rep.Present&report.HasPathway != 0 && int(rep.Pathway) < len(rt.ids) {
+		// A new session's answer keeps it first (pool's doc, "The order").
+		x.req.Reported = rt.ids[rep.Pathway]
+	}
 	if l := ph.d.Budgets; l != nil {
 		_, has := ph.p.SessionOf(&x.req)
 		if why := l.Admit(budget.Client(ph.d.Proxies, r), !has, time.UnixMicro(int64(ph.d.Clock()))); why != "" {
