@@ -55,6 +55,12 @@ func checkPlayer(t *testing.T, o *observed, pg pageSpec, version string) {
 			withCMCD++
 		}
 	}
+	if pg.b.noCMCD {
+		if withCMCD > 0 {
+			t.Errorf("CMCD on %d of %d segment requests, from a player README.md says has none", withCMCD, len(segs))
+		}
+		return
+	}
 	if withCMCD < len(segs)/2 {
 		t.Errorf("CMCD on %d of %d segment requests: the page turns it on", withCMCD, len(segs))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/store"
@@ -82,11 +83,19 @@ func rendezvousOrderOf(session [16]byte, edges []pathwaySpec, weights map[string
 	return append(out, last...)
 }
 
+// poolThroughFront says whether a page loads its content description
+// through waisteer's front: the HLS pages do (issue 28: hls.js through the
+// front in every test), and get the front's tag for a pool (SERVER-URI the
+// pool's route, PATHWAY-ID its clone_from, cdn-b). The DASH pages keep the
+// element written by hand, whose queryBeforeStart="true" the front's
+// element for a pool does not write.
+func poolThroughFront(pg pageSpec) bool { return pg.protocol == "hls" }
+
 // poolOriginHandler serves the pages, the players and each page's content
-// description with the steering tag or element written by hand, as an
-// operator writes them for a pool: SERVER-URI the pool's route, the
-// initial pathway cdn-a, and for DASH queryBeforeStart (RFC 8216bis 4.4.6.6,
-// ETSI TS 103 998 clause 5.2).
+// description, for a DASH page with the steering element written by hand,
+// as an operator writes it for a pool: the pool's route, the initial
+// pathway cdn-a and queryBeforeStart (ETSI TS 103 998 clause 5.2); for an
+// HLS page with no tag, which the front adds (poolThroughFront).
 func poolOriginHandler(m *media, steerURL string, pps map[string]*poolPage) http.Handler {
 	mux := http.NewServeMux()
 	files := http.FileServer(http.Dir("."))
@@ -99,6 +108,9 @@ func poolOriginHandler(m *media, steerURL string, pps map[string]*poolPage) http
 			return
 		}
 		tag := `#EXT-X-CONTENT-STEERING:SERVER-URI="` + steerURL + pp.path() + `",PATHWAY-ID="cdn-a"`
+		if poolThroughFront(pp.pageSpec) {
+			tag = ""
+		}
 		w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(m.multivariantOf(pp.name, tag, pp.pws))
@@ -130,20 +142,30 @@ func withHealth(h http.Handler) http.Handler {
 }
 
 // startPools starts waisteer in-process with one pool per page, on the
-// bbolt store, behind fasthttp as `waisteer serve` runs it, and returns
-// its base URL. Requests carrying probeHeader are the test's own and are
-// logged apart, as "probe".
-func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage) string {
+// bbolt store, behind fasthttp as `waisteer serve` runs it, with a front
+// whose origin is originURL for the pages that load through it
+// (poolThroughFront), and returns its base URL. Requests carrying
+// probeHeader are the test's own and are logged apart, as "probe".
+func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage, originURL string) string {
 	t.Helper()
 	var pcs []pool.Config
+	og, err := origin.New(originURL, origin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &server.FrontConfig{Origin: og}
 	for _, pg := range pages {
 		pcs = append(pcs, pps[pg.name].config())
+		if poolThroughFront(pg) {
+			fc.Playlists = append(fc.Playlists, server.FrontPlaylist{Path: "/content/" + pg.name + "/", Pool: pg.name})
+		}
 	}
-	return startPoolServer(t, log, pcs)
+	return startPoolServer(t, log, pcs, fc)
 }
 
-// startPoolServer is startPools for any pools: waisteer serving pcs.
-func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config) string {
+// startPoolServer is startPools for any pools: waisteer serving pcs, and
+// the front fc when it is not nil.
+func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config, fc *server.FrontConfig) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -156,7 +178,7 @@ func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config) string {
 	t.Cleanup(func() { st.Close() })
 	// Info: the checker logs each edge going down and coming back.
 	logger := slog.New(slog.NewTextHandler(&logWriter{t: t, prefix: "waisteer: "}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := server.New(context.Background(), server.Config{Pools: pcs, Logger: logger}, st, store.NewLoads())
+	srv, err := server.New(context.Background(), server.Config{Pools: pcs, Front: fc, Logger: logger}, st, store.NewLoads())
 	if err != nil {
 		t.Fatalf("starting waisteer: %v", err)
 	}

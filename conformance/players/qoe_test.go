@@ -239,7 +239,7 @@ func TestPlayersLeaveAThrottledPathway(t *testing.T) {
 	for _, pg := range qoePages {
 		pcs = append(pcs, qoePoolConfig(pg.name, lowest))
 	}
-	steerURL := startPoolServer(t, hits, pcs)
+	steerURL := startPoolServer(t, hits, pcs, nil)
 	origin := serve(t, "127.0.0.1:0", hits.logged("origin", false, qoeOriginHandler(m, steerURL)))
 	originURL := "http://" + origin.addr
 
