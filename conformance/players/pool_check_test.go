@@ -361,7 +361,7 @@ func checkPoolFirst(t *testing.T, o *observed, pp *poolPage, k kill) (time.Durat
 		slices.Sort(kinds)
 		applied += ", PARAMS (" + strings.Join(kinds, ", ") + ")"
 	}
-	t.Logf("onto %s %v after the first answer; %d requests to the clone's host %s; applied: %s", want, at.Sub(answered).Round(time.Millisecond), toClone, clone.ip, applied)
+	t.Logf("onto %s %v after its answer in its session's own order; %d requests to the clone's host %s; applied: %s", want, at.Sub(answered).Round(time.Millisecond), toClone, clone.ip, applied)
 	return at.Sub(answered), applied
 }
 
