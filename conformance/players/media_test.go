@@ -239,6 +239,10 @@ type hit struct {
 type hitLog struct {
 	mu   sync.Mutex
 	hits []hit
+	// delay, when set, is how long a request to server waits before it
+	// is answered (hlsjs_first_test.go slows chosen requests so that a
+	// race falls the same way every run); it is logged from its arrival.
+	delay func(server, path, rawQuery string) time.Duration
 }
 
 func (l *hitLog) all() []hit {
@@ -284,6 +288,9 @@ func (l *hitLog) logged(server string, keepBody bool, h http.Handler) http.Handl
 			rec.body = new(bytes.Buffer)
 		}
 		start := time.Now()
+		if l.delay != nil {
+			time.Sleep(l.delay(server, r.URL.Path, r.URL.RawQuery))
+		}
 		h.ServeHTTP(rec, r)
 		ht := hit{
 			Server: server, Host: r.Host, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,

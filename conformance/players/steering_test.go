@@ -149,6 +149,10 @@ func startSteering(t *testing.T, log *hitLog, originURL string) *steering {
 func (l *hitLog) fastLogged(server string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(c *fasthttp.RequestCtx) {
 		start := time.Now()
+		if l.delay != nil {
+			_, q, _ := bytes.Cut(c.Request.Header.RequestURI(), []byte{'?'})
+			time.Sleep(l.delay(server, string(c.Path()), string(q)))
+		}
 		h(c)
 		_, query, _ := bytes.Cut(c.Request.Header.RequestURI(), []byte{'?'})
 		ht := hit{
