@@ -119,7 +119,7 @@ func checkSteering(t *testing.T, o *observed, s *steering, pg pageSpec, tChange 
 		t.Errorf("the first steering request carries %s: %v, not %v as README.md records (%q)", pathwayParam, firstHas, pg.b.firstReport, first.Query)
 	}
 
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := s.sv.client
 	var gaps []time.Duration
 	cmcdSeen, fromMTP := 0, 0
 	forms := map[string]int{} // the throughput parameter's forms, for the log

@@ -141,7 +141,11 @@ func originHandler(m *media, s *steering) http.Handler {
 //
 // Every decision served is fetched and verified (§9) with the manifest the
 // player received.
-func TestPlayersFollowWaisteer(t *testing.T) {
+func TestPlayersFollowWaisteer(t *testing.T) { followWaisteer(t, plainHTTP()) }
+
+// followWaisteer is TestPlayersFollowWaisteer with the waisteer server
+// reached as sv says.
+func followWaisteer(t *testing.T, sv *serving) {
 	tl := requireTools(t)
 	began := time.Now()
 	m := makeMedia(t, tl.ffmpeg)
@@ -156,14 +160,14 @@ func TestPlayersFollowWaisteer(t *testing.T) {
 		t.Fatal(err)
 	}
 	originURL := "http://" + originLn.Addr().String()
-	s := startSteering(t, hits, originURL)
+	s := startSteering(t, hits, originURL, sv)
 	servers := map[string]*httpServer{}
 	for _, p := range pathways {
 		servers[p.id] = serve(t, p.ip+":"+pathwayPort, hits.logged(p.id, false, m.pathwayHandler()))
 	}
 	serveOn(t, originLn, hits.logged("origin", false, originHandler(m, s)))
 
-	ws := startChromium(t, tl.chromium)
+	ws := startChromium(t, tl.chromium, sv.chromium()...)
 	var runs []pageRun
 	for _, pg := range pages {
 		src := s.url + pg.manifestPath()
@@ -240,7 +244,7 @@ func TestPlayersFollowWaisteer(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "players steered by waisteer (TTL %ds, %v segments), run of %v:\n", ttlSeconds, segDur, time.Since(began).Round(time.Second))
+	fmt.Fprintf(&b, "players steered by waisteer over %s (TTL %ds, %v segments), run of %v:\n", sv.scheme, ttlSeconds, segDur, time.Since(began).Round(time.Second))
 	fmt.Fprintf(&b, "  %-17s %-13s %-8s %-9s %-13s %-15s %-10s %s\n", "page", "player", "version", "requests", "first move", "to the cheaper", "failover", "longest stall (failed requests)")
 	for _, pg := range pages {
 		tm := timings[pg.name]
