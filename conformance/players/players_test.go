@@ -245,10 +245,10 @@ func followWaisteer(t *testing.T, sv *serving) {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "players steered by waisteer over %s (TTL %ds, %v segments), run of %v:\n", sv.scheme, ttlSeconds, segDur, time.Since(began).Round(time.Second))
-	fmt.Fprintf(&b, "  %-17s %-13s %-8s %-9s %-13s %-15s %-10s %s\n", "page", "player", "version", "requests", "first move", "to the cheaper", "failover", "longest stall (failed requests)")
+	fmt.Fprintf(&b, "  %-17s %-13s %-20s %-9s %-13s %-15s %-10s %s\n", "page", "player", "version", "requests", "first move", "to the cheaper", "failover", "longest stall (failed requests)")
 	for _, pg := range pages {
 		tm := timings[pg.name]
-		fmt.Fprintf(&b, "  %-17s %-13s %-8s %-9d %-13s %-15s %-10s %s (%d)\n", pg.name, pg.pkg, tl.versions[pg.pkg], tm.requests,
+		fmt.Fprintf(&b, "  %-17s %-13s %-20s %-9d %-13s %-15s %-10s %s (%d)\n", pg.name, pg.pkg, tl.versions[pg.pkg], tm.requests,
 			roundMs(tm.first), roundMs(tm.cheaper), roundMs(tm.failover), roundMs(tm.stall), tm.retries)
 	}
 	b.WriteString("  first move: from the first answer to the first segment from the first pathway the player applies;\n")
