@@ -40,8 +40,11 @@
 // TTL of at most KeepTTL: hls.js 1.7.4 stalls for good when its first
 // answer moves it to another pathway while a fragment is loading, and a
 // player's first request reports the pathway its playlist started it on.
-// A QoE move still puts the pathway behind. Later answers follow the
-// session's order.
+// A QoE move still puts the pathway behind. When the pathway it reports is
+// clone_from and no edge has that pathway (the content's own pathway, of
+// which the edges are clones: the station seed's "."), the manifest names it
+// first, ahead of the session's order of the edges, with the same TTL.
+// Later answers follow the session's order.
 //
 // # Sessions
 //

@@ -97,6 +97,13 @@ func FuzzSteer(f *testing.F) {
 			for _, rep := range []string{cohort, edges[len(edges)-1].Pathway} {
 				kb, kfirst, ks := p.Steer(nil, &Request{RawQuery: query, Cohort: cohort, Base: base, Reported: rep})
 				km := decode(t, kb)
+				onBase := ks != sess && rep != "" && rep == p.Config().CloneFrom && !slices.ContainsFunc(edges, func(e Edge) bool { return e.Pathway == rep })
+				if onBase {
+					if len(km.Priority) == 0 || km.Priority[0] != rep {
+						t.Fatalf("%q: a new session reporting clone_from %q got %q", query, rep, km.Priority)
+					}
+					km.Priority = km.Priority[1:]
+				}
 				if kfirst < 0 || kfirst >= len(edges) || len(km.Priority) != len(m.Priority) || edges[kfirst].Pathway != km.Priority[0] {
 					t.Fatalf("%q reporting %q: first %d, priority %q", query, rep, kfirst, km.Priority)
 				}

@@ -98,3 +98,46 @@ func TestFirstAnswerKeepsOnlyListed(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstAnswerKeepsBase: a pool whose edges are all clones of
+// clone_from (the station seed's "."; the front's tag names it as
+// PATHWAY-ID) keeps a new session that reports clone_from on it: the
+// manifest names it first, then the session's order of the edges, with a
+// TTL of at most KeepTTL; Steer's first is the first edge. A reported
+// pathway that is neither an edge nor clone_from changes nothing, and
+// clone_from that is an edge is kept as an edge. Issue 28: hls.js through
+// a station's front starts on clone_from and stalls when its first answer
+// moves it while it loads (TestFirstAnswerKeepsReported).
+func TestFirstAnswerKeepsBase(t *testing.T) {
+	p := newPool(t, config("a", 1, "b", 1, "c", 1)) // clone_from "."
+	for range 100 {
+		b, first, s := p.Steer(nil, &Request{Base: "https://steer.example", Reported: "."})
+		m := decode(t, b)
+		own, _, _ := steer(t, p, "session="+s.String())
+		want := append([]string{"."}, own.Priority...)
+		if !slices.Equal(m.Priority, want) || m.TTL != KeepTTL || p.Config().Edges[first].Pathway != own.Priority[0] {
+			t.Fatalf("reporting clone_from: %q TTL %d (first %d), want %q TTL %d", m.Priority, m.TTL, first, want, KeepTTL)
+		}
+		if len(m.Clones) != 3 {
+			t.Fatalf("%d clones, want the 3 edges'", len(m.Clones))
+		}
+		later, _, _ := p.Steer(nil, &Request{RawQuery: "session=" + s.String(), Base: "https://steer.example", Reported: "."})
+		if lm := decode(t, later); !slices.Equal(lm.Priority, own.Priority) || lm.TTL != 300 {
+			t.Fatalf("a later answer reporting clone_from: %q TTL %d, want %q TTL 300", lm.Priority, lm.TTL, own.Priority)
+		}
+		b, _, s = p.Steer(nil, &Request{Base: "https://steer.example", Reported: "elsewhere"})
+		own, _, _ = steer(t, p, "session="+s.String())
+		if m := decode(t, b); !slices.Equal(m.Priority, own.Priority) || m.TTL != 300 {
+			t.Fatalf("reporting a pathway of neither: %q TTL %d, want %q TTL 300", m.Priority, m.TTL, own.Priority)
+		}
+	}
+	c := config("a", 1, "b", 1_000_000)
+	c.CloneFrom, c.Edges[0].Host = "a", "" // the declared pathway is an edge: kept as an edge, named once
+	q := newPool(t, c)
+	for range 100 {
+		b, _, _ := q.Steer(nil, &Request{Base: "https://steer.example", Reported: "a"})
+		if m := decode(t, b); !slices.Equal(m.Priority, []string{"a", "b"}) || m.TTL != KeepTTL {
+			t.Fatalf("clone_from an edge, reported: %q TTL %d, want [a b] TTL %d", m.Priority, m.TTL, KeepTTL)
+		}
+	}
+}

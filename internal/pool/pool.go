@@ -67,6 +67,10 @@ type shape struct {
 	// that keeps the pathway its player reports first.
 	headKeep string
 	keepTTL  int
+	// base is clone_from as a JSON string, then a comma, when it is not an
+	// edge's pathway: a new session that reports it is kept on it ("" for
+	// none).
+	base string
 	public   bool
 	pathQ    string // the path and `?session=`
 	cohortQ  string // `&<cohort_param>=`, when set
@@ -259,6 +263,9 @@ func newShape(c Config, old *shape) *shape {
 	sh.head = headOf(c.TTL)
 	sh.keepTTL = min(c.TTL, KeepTTL)
 	sh.headKeep = headOf(sh.keepTTL)
+	if _, isEdge := sh.index[c.CloneFrom]; c.CloneFrom != "" && !isEdge {
+		sh.base = string(appendJSONString(nil, c.CloneFrom)) + ","
+	}
 	if c.QoE != nil {
 		sh.headShort = headOf(c.QoE.ShortTTL)
 	}
@@ -298,7 +305,7 @@ func newShape(c Config, old *shape) *shape {
 	}
 
 	sh.fixed = len(sh.head) + len(sh.pathQ) + 2*len(Session{}) + len(`&bucket=65535`) +
-		len(sh.cohortQ) + 3*maxCohortLen + len(manifestPriority) + len(manifestClones) + len(`]]}`)
+		len(sh.cohortQ) + 3*maxCohortLen + len(manifestPriority) + len(sh.base) + len(manifestClones) + len(`]]}`)
 	for i := range n {
 		sh.fixed += len(sh.quoted[i]) + 1 + len(sh.clone[i]) + 1
 	}

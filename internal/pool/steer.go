@@ -57,7 +57,8 @@ type scratch struct {
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // Steer appends the session's manifest to dst and returns it, with the
-// index (in Config().Edges) of the edge it puts first and the session:
+// index (in Config().Edges) of the edge it puts first (after clone_from,
+// when it keeps a new session on it) and the session:
 // the request's, or one minted when the request had none, or one this
 // server did not mint, or (under buckets) one whose bucket does not hold.
 // A pool without edges appends nothing and returns first −1. Steer takes
@@ -85,7 +86,7 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 		sc = scratches.Get().(*scratch)
 		defer scratches.Put(sc)
 	}
-	out, skip, s, bucket, carried, short, keep := p.order(st, req, &q, dst[len(dst):len(dst)+32], cbuf[:0], outA[:0], keysA[:0], skipA[:], sc)
+	out, skip, s, bucket, carried, short, keep, onBase := p.order(st, req, &q, dst[len(dst):len(dst)+32], cbuf[:0], outA[:0], keysA[:0], skipA[:], sc)
 
 	m := append(dst, st.head...)
 	req.TTL = st.cfg.TTL
@@ -111,6 +112,9 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 		m = appendQueryEscaped(m, carried)
 	}
 	m = append(m, manifestPriority...)
+	if onBase {
+		m = append(m, st.base...)
+	}
 	for j, i := range out {
 		if j > 0 {
 			m = append(m, ',')
@@ -152,10 +156,12 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 // minted, sessionOf), its bucket, and the cohort the RELOAD-URI carries on
 // (in cbuf); short when a QoE move shaped it (the cohort has pathways
 // behind, or req.Away moved one); keep when the session is new and the
-// pathway it reports, listed but not first, was put first (KeepTTL). The other arguments are scratch:
+// pathway it reports, listed but not first, was put first (KeepTTL), or
+// onBase (keep too) when that pathway is clone_from, no edge's, which the
+// manifest then names ahead of out. The other arguments are scratch:
 // scratch32 for AES, the stack's arrays, and sc for a pool larger than
 // smallPool.
-func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte, short, keep bool) {
+func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte, short, keep, onBase bool) {
 	n := len(st.runs)
 
 	// The cohort: the header's each request, or the parameter's, which the
@@ -219,6 +225,10 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 	// hls.js 1.7.4 stalls for good when its first answer moves it while a
 	// fragment loads (conformance/players/README.md, "hls.js through the
 	// front"), and its first request reports the pathway it starts on.
+	// The pathway the clones copy (clone_from), when no edge has it, is
+	// the content's own: a player that reports it is kept on it the same
+	// way, ahead of every edge (the station seed's clone_from ".", the
+	// front's PATHWAY-ID).
 	if !kept && req.Reported != "" {
 		if a, ok := st.index[req.Reported]; ok {
 			if i := slices.Index(out, a); i > 0 {
@@ -226,6 +236,8 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 				out[0] = a
 				keep = true
 			}
+		} else if st.base != "" && req.Reported == st.cfg.CloneFrom {
+			keep, onBase = true, true
 		}
 	}
 	if behind != nil {
@@ -239,7 +251,7 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 			short = true
 		}
 	}
-	return out, skip, s, bucket, carried, short, keep
+	return out, skip, s, bucket, carried, short, keep, onBase
 }
 
 // behindLast moves the edges of out that bad holds behind the others,
@@ -283,7 +295,7 @@ func (p *Pool) Order(req *Request) (Opening, bool) {
 	var scratch32 [32]byte
 	cbuf := make([]byte, 0, maxCohortLen)
 	sc := &scratch{}
-	out, _, s, bucket, carried, short, keep := p.order(st, req, &q, scratch32[:], cbuf, nil, nil, nil, sc)
+	out, _, s, bucket, carried, short, keep, _ := p.order(st, req, &q, scratch32[:], cbuf, nil, nil, nil, sc)
 	req.TTL = st.cfg.TTL
 	if keep {
 		req.TTL = min(req.TTL, st.keepTTL)

@@ -69,3 +69,50 @@ func TestSteerKeepsReportedFirst(t *testing.T) {
 		t.Fatal(kept)
 	}
 }
+
+// TestSteerKeepsBaseFirst: a pool whose edges are all clones of clone_from
+// (the station seed's "."; here "origin", which the front's tag names as
+// PATHWAY-ID) reads a first request's _HLS_pathway or _DASH_pathway naming
+// clone_from, which the report names no edge for, and keeps the session
+// on it: clone_from first, then the session's order, TTL pool.KeepTTL.
+func TestSteerKeepsBaseFirst(t *testing.T) {
+	d, _, _ := testDeps(t)
+	for _, base := range []string{"origin", "."} {
+		c := testPool()
+		c.CloneFrom = base
+		ps, err := New(context.Background(), d, []pool.Config{c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ph := ps.Named("")
+		get := func(target string) (int, []string, string) {
+			t.Helper()
+			rec := httptest.NewRecorder()
+			ph.ServeSteer(rec, httptest.NewRequest(http.MethodGet, target, nil))
+			var m struct {
+				TTL      int      `json:"TTL"`
+				Reload   string   `json:"RELOAD-URI"`
+				Priority []string `json:"PATHWAY-PRIORITY"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &m); rec.Code != http.StatusOK || err != nil {
+				t.Fatalf("%s: %d %s: %v", target, rec.Code, rec.Body, err)
+			}
+			return m.TTL, m.Priority, m.Reload
+		}
+		for _, q := range []string{"_HLS_pathway=" + url.QueryEscape(base) + "&_HLS_throughput=500000", `_DASH_pathway="` + url.QueryEscape(base) + `"`} {
+			ttl, prio, reload := get(pool.DefaultPath + "?" + q)
+			u, err := url.Parse(reload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ownTTL, own, _ := get(u.RequestURI() + "&" + q)
+			if want := append([]string{base}, own...); !slices.Equal(prio, want) || ttl != pool.KeepTTL || ownTTL != 300 || slices.Contains(own, base) {
+				t.Fatalf("clone_from %q, %s: first %q TTL %d, then %q TTL %d; want %q TTL %d, then the session's order", base, q, prio, ttl, own, ownTTL, want, pool.KeepTTL)
+			}
+		}
+		if _, prio, _ := get(pool.DefaultPath + "?_HLS_pathway=elsewhere"); prio[0] == base {
+			t.Fatalf("a pathway of neither: %q", prio)
+		}
+		ps.Stop()
+	}
+}
