@@ -70,10 +70,10 @@ type shape struct {
 	// base is clone_from as a JSON string, then a comma, when it is not an
 	// edge's pathway: a new session that reports it is kept on it ("" for
 	// none).
-	base string
-	public   bool
-	pathQ    string // the path and `?session=`
-	cohortQ  string // `&<cohort_param>=`, when set
+	base    string
+	public  bool
+	pathQ   string // the path and `?session=`
+	cohortQ string // `&<cohort_param>=`, when set
 
 	buckets     bool
 	byBucket    [][]int32 // by bucket−1: the rules whose range holds it, in order, up to the first for every session
