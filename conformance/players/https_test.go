@@ -45,6 +45,15 @@ func (sv *serving) listen(t *testing.T, addr string) (net.Listener, string) {
 	return ln, base
 }
 
+// ffmpeg is the input options ffmpeg needs to reach the server: verify
+// its certificate against the test's CA.
+func (sv *serving) ffmpeg() []string {
+	if sv.caFile == "" {
+		return nil
+	}
+	return []string{"-tls_verify", "1", "-ca_file", sv.caFile}
+}
+
 // chromium is the flags Chromium needs to reach the server.
 func (sv *serving) chromium() []string {
 	if sv.spki == "" {
