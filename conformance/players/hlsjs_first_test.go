@@ -185,7 +185,7 @@ func TestHLSjsFirstAnswer(t *testing.T) {
 
 	moved, keptPages := firstPages[0], firstPages[1:]
 	diagnose := func(o *observed) string { return o.diagnosePages(pgs) }
-	waitForPages(t, snapshot, pgs, diagnose, 40*time.Second, "the kept page moves to cdn-far and plays; the moved page is watched", func(o *observed, pg pageSpec) string {
+	waitForPages(t, snapshot, pgs, diagnose, 40*time.Second, "the kept pages move to cdn-far and play; the moved page is watched", func(o *observed, pg pageSpec) string {
 		reqs := o.steering(pg.name)
 		switch {
 		case time.Since(started) < 15*time.Second:
@@ -206,13 +206,14 @@ func TestHLSjsFirstAnswer(t *testing.T) {
 	o := snapshot()
 
 	t.Run(moved.name, func(t *testing.T) {
+		checkPlayer(t, o, pgs[0], tl.versions["hls.js"])
 		reqs := o.steering(moved.name)
 		if len(reqs) == 0 || reqs[0].err != nil {
 			t.Fatalf("no first answer")
 		}
 		first := reqs[0]
 		if got := reportedPathway(first.Query); got != moved.x.id {
-			t.Errorf("the first request reports %q, not the tag's PATHWAY-ID %s (%s)", got, moved.x.id, first.Query)
+			t.Errorf("the first request reports %q, not %s, its playlist's first pathway (%s)", got, moved.x.id, first.Query)
 		}
 		if !slices.Equal(first.manifest.Priority, []string{moved.far.id}) || first.manifest.TTL != firstTTL {
 			t.Errorf("the first answer %v TTL %d, not [%s] TTL %d: a pool that does not list the reported pathway moves the player", first.manifest.Priority, first.manifest.TTL, moved.far.id, firstTTL)
@@ -238,8 +239,11 @@ func TestHLSjsFirstAnswer(t *testing.T) {
 		t.Logf("first answer %v %v after the start; stalled, readyState below 2 for %v; trace: %s", first.manifest.Priority,
 			first.End.Sub(started).Round(time.Millisecond), tEnd.Sub(first.End).Round(time.Second), traceWith(o, moved.name, "Dropping"))
 	})
-	for _, kept := range keptPages {
-		t.Run(kept.name, func(t *testing.T) { checkKeptFirst(t, o, kept, tEnd) })
+	for i, kept := range keptPages {
+		t.Run(kept.name, func(t *testing.T) {
+			checkPlayer(t, o, pgs[i+1], tl.versions["hls.js"])
+			checkKeptFirst(t, o, kept, tEnd)
+		})
 	}
 }
 
