@@ -134,6 +134,7 @@ type frontHit struct {
 	Status                    int
 	Start, End                time.Time
 	Body                      []byte
+	TLS                       bool
 }
 
 type frontLog struct {
@@ -195,7 +196,7 @@ func startFront(t *testing.T, fs *frontSetup, originURL string, files bool) *fro
 		waisteer(c)
 		_, q, _ := bytes.Cut(c.Request.Header.RequestURI(), []byte{'?'})
 		h := frontHit{Path: p, Query: string(q), UA: string(c.UserAgent()), Location: string(c.Response.Header.Peek("Location")),
-			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body())}
+			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body()), TLS: c.IsTLS()}
 		log.mu.Lock()
 		log.hits = append(log.hits, h)
 		log.mu.Unlock()
@@ -278,6 +279,9 @@ func checkRedirected(t *testing.T, fs *frontSetup, run ffmpegRun, flog *frontLog
 	if !strings.HasPrefix(fh.UA, "Lavf/") {
 		t.Errorf("ffmpeg's User-Agent is %q, not libavformat's Lavf/…", fh.UA)
 	}
+	if fh.TLS != (fs.sv.tls != nil) {
+		t.Errorf("ffmpeg reached the front over TLS %v, the front's scheme %s", fh.TLS, fs.sv.scheme)
+	}
 	if fh.Status != http.StatusFound {
 		t.Fatalf("the front answered ffmpeg %d, not 302: %s", fh.Status, fh.Body)
 	}
@@ -308,8 +312,8 @@ func checkRedirected(t *testing.T, fs *frontSetup, run ffmpegRun, flog *frontLog
 		if h.Start.Before(fh.End) || h.Start.After(run.end) || h.Path == "/health" {
 			continue
 		}
-		if h.Server != edge.id || h.Host != edge.ip {
-			t.Errorf("ffmpeg asked %s (host %q) for %s, not only %s", h.Server, h.Host, h.Path, edge.id)
+		if h.Server != edge.id || h.Host != edge.ip || h.TLS != (fs.sv.tls != nil) {
+			t.Errorf("ffmpeg asked %s (host %q, TLS %v) for %s, not only %s over %s", h.Server, h.Host, h.TLS, h.Path, edge.id, fs.sv.scheme)
 			continue
 		}
 		if h.Status != http.StatusOK {

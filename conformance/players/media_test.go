@@ -233,6 +233,7 @@ type hit struct {
 	Start  time.Time
 	End    time.Time
 	Body   []byte // kept for the steering server's answers
+	TLS    bool   // it came over TLS
 }
 
 // hitLog is every request of every server, in the order they ended.
@@ -294,7 +295,7 @@ func (l *hitLog) logged(server string, keepBody bool, h http.Handler) http.Handl
 		h.ServeHTTP(rec, r)
 		ht := hit{
 			Server: server, Host: r.Host, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			CMCD: r.Header.Get("CMCD-Request"), Status: rec.status, Bytes: rec.bytes, Start: start, End: time.Now(),
+			CMCD: r.Header.Get("CMCD-Request"), Status: rec.status, Bytes: rec.bytes, Start: start, End: time.Now(), TLS: r.TLS != nil,
 		}
 		if rec.body != nil {
 			ht.Body = rec.body.Bytes()

@@ -129,6 +129,9 @@ func checkSteering(t *testing.T, o *observed, s *steering, pg pageSpec, tChange 
 			t.Errorf("%s: answered %d, %v: %s", where, r.Status, r.err, r.Body)
 			continue
 		}
+		if r.TLS != (s.sv.tls != nil) {
+			t.Errorf("%s: over TLS %v, the server's scheme %s", where, r.TLS, s.sv.scheme)
+		}
 		if i > 0 {
 			gaps = append(gaps, r.Start.Sub(reqs[i-1].Start))
 		}

@@ -155,7 +155,7 @@ func (l *hitLog) fastLogged(server string, h fasthttp.RequestHandler) fasthttp.R
 		ht := hit{
 			Server: server, Host: string(c.Host()), Method: string(c.Method()), Path: string(c.Request.URI().Path()),
 			Query: string(query), CMCD: string(c.Request.Header.Peek("CMCD-Request")),
-			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body()),
+			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body()), TLS: c.IsTLS(),
 		}
 		l.mu.Lock()
 		l.hits = append(l.hits, ht)
