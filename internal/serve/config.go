@@ -21,6 +21,7 @@ import (
 	"github.com/waisteer/waisteer/internal/room"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/tlscert"
 	"github.com/waisteer/waisteer/internal/tomlfile"
 	"github.com/waisteer/waisteer/policy"
 )
@@ -28,8 +29,9 @@ import (
 // Config is a configuration file, read and checked.
 type Config struct {
 	Listen   string
-	TLS      *tls.Config // nil: plain HTTP
-	DataDir  string      // "": in memory (bbolt's engine)
+	TLS      *tls.Config   // nil: plain HTTP; its certificate is Cert's
+	Cert     *tlscert.Cert // [http] cert and key; nil: plain HTTP
+	DataDir  string        // "": in memory (bbolt's engine)
 	Store    StoreConfig
 	HTTP     Limits
 	Server   server.Config
@@ -81,8 +83,8 @@ func DefaultLimits() Limits {
 // out from a zero.
 type serveFile struct {
 	Listen            *string         `toml:"listen"`
-	TLSCert           *string         `toml:"tls_cert"`
-	TLSKey            *string         `toml:"tls_key"`
+	TLSCert           *string         `toml:"tls_cert"` // http.cert's old name
+	TLSKey            *string         `toml:"tls_key"`  // http.key's old name
 	DataDir           *string         `toml:"data_dir"`
 	Store             *storeFile      `toml:"store"`
 	OperatorTokenFile *string         `toml:"operator_token_file"`
@@ -121,6 +123,8 @@ type httpFile struct {
 	IdleTimeout       *string `toml:"idle_timeout"`
 	ShutdownTimeout   *string `toml:"shutdown_timeout"`
 	MaxHeaderBytes    *int64  `toml:"max_header_bytes"`
+	Cert              *string `toml:"cert"` // PEM chain (tls.go)
+	Key               *string `toml:"key"`  // PEM private key
 }
 
 type serveRoomFile struct {
@@ -182,31 +186,7 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 		}
 	}
 
-	// TLS: both files or neither. They are loaded now, so that a bad pair
-	// stops the server before it listens.
-	switch {
-	case f.TLSCert != nil && f.TLSKey == nil:
-		r.Errorf("tls_cert", "is given without tls_key: TLS takes a certificate and its key")
-	case f.TLSCert == nil && f.TLSKey != nil:
-		r.Errorf("tls_key", "is given without tls_cert: TLS takes a certificate and its key")
-	case f.TLSCert != nil:
-		certPEM, err := files.Read(r.path(*f.TLSCert), maxPEMBytes)
-		if err != nil {
-			r.Errorf("tls_cert", "%v", err)
-			break
-		}
-		keyPEM, err := files.Read(r.path(*f.TLSKey), maxPEMBytes)
-		if err != nil {
-			r.Errorf("tls_key", "%v", err)
-			break
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			r.Errorf("tls_cert", "%s and %s: %v", *f.TLSCert, *f.TLSKey, err)
-			break
-		}
-		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
+	r.cert(f, cfg) // tls.go
 
 	if f.DataDir != nil && *f.DataDir != "" {
 		cfg.DataDir = r.path(*f.DataDir)
@@ -327,7 +307,6 @@ func (r *serveReader) build(f *serveFile, getenv func(string) string) *Config {
 const (
 	maxTokenBytes = 4 << 10
 	maxDSNBytes   = 4 << 10
-	maxPEMBytes   = 1 << 20
 )
 
 // store reads the [store] table.

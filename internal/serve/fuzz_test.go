@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,20 +9,28 @@ import (
 	"github.com/waisteer/waisteer/internal/demo"
 	"github.com/waisteer/waisteer/internal/limit"
 	"github.com/waisteer/waisteer/internal/serve"
+	"github.com/waisteer/waisteer/internal/testca"
 )
 
 // FuzzServeConfig: no configuration makes the reader panic, and one it
 // accepts has at least one room, each with its descriptor and steering key
-// (the operator's file is outside bytes too), and its budgets and trusted
-// proxies are ones the limits read. Seeds: the documented example and the
-// mistakes above.
+// (the operator's file is outside bytes too), its budgets and trusted
+// proxies are ones the limits read, and TLS comes with a checked pair.
+// Seeds: the documented example and the mistakes above.
 func FuzzServeConfig(f *testing.F) {
 	dir := f.TempDir()
+	ca, err := testca.New()
+	if err != nil {
+		f.Fatal(err)
+	}
 	r, err := demo.NewRoom("fuzz", "http://127.0.0.1")
 	if err != nil {
 		f.Fatal(err)
 	}
 	if _, err := r.WriteFiles(dir, "127.0.0.1:0", "data"); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := ca.WriteFiles(dir, "127.0.0.1"); err != nil {
 		f.Fatal(err)
 	}
 	example, err := os.ReadFile(filepath.Join("..", "..", "cmd", "waisteer", "testdata", "serve", "example.toml"))
@@ -44,7 +53,12 @@ func FuzzServeConfig(f *testing.F) {
 		// that is a file, one missing, and the player classes' lists.
 		front + "origin = \".\"\nsteer_agents = [\"Tizen 8\"]\nbackup_agents = [\"SMART-TV\"]\n" + frontPlaylist,
 		front + "origin = \"room.cbor\"\n" + frontPlaylist, front + "origin = \"nope\"\n" + frontPlaylist,
-		front + "origin = \"file:room.cbor\"\nsteer_agents = [\"\"]\n" + frontPlaylist} {
+		front + "origin = \"file:room.cbor\"\nsteer_agents = [\"\"]\n" + frontPlaylist,
+		// Issue 28, HTTPS: the pair under [http], by its old names, both,
+		// half of it, and files that are not a pair.
+		"[http]\ncert = \"cert.pem\"\nkey = \"key.pem\"\n" + room, "tls_cert = \"cert.pem\"\ntls_key = \"key.pem\"\n" + room,
+		"tls_cert = \"cert.pem\"\n[http]\nkey = \"key.pem\"\n" + room, "[http]\nengine = \"fasthttp\"\ncert = \"cert.pem\"\n" + room,
+		"[http]\ncert = \"key.pem\"\nkey = \"cert.pem\"\n" + room, "[http]\ncert = \"ca.pem\"\nkey = \"steer.key\"\n" + room} {
 		f.Add([]byte(s))
 	}
 	name := filepath.Join(dir, "serve.toml")
@@ -67,6 +81,9 @@ func FuzzServeConfig(f *testing.F) {
 			}
 		default:
 			t.Errorf("store engine %q accepted", cfg.Store.Engine)
+		}
+		if (cfg.TLS == nil) != (cfg.Cert == nil) || cfg.TLS != nil && (cfg.TLS.MinVersion != tls.VersionTLS12 || cfg.Cert.Pair().Certificate.Leaf == nil) {
+			t.Errorf("TLS %+v accepted with the pair %+v", cfg.TLS, cfg.Cert)
 		}
 		for i, rc := range cfg.Server.Rooms {
 			if rc.Descriptor == nil || rc.SteeringKey.IsZero() {

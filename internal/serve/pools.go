@@ -129,8 +129,10 @@ func edgeKey(key string) (int, string, bool) {
 }
 
 // reload reads the configuration's file again and gives the server its
-// pools (SIGHUP). A file that does not read, or pools the server refuses,
-// change nothing, and the log says why. Rooms are read at start only.
+// pools and its certificate (SIGHUP). A file that does not read (a
+// certificate pair that does not load included), or pools the server
+// refuses, change nothing, and the log says why. Rooms are read at start
+// only.
 func reload(ctx context.Context, cfg *Config, srv *server.Server, logger *slog.Logger) {
 	next, err := Load(cfg.source, cfg.getenv)
 	if err == nil {
@@ -140,6 +142,7 @@ func reload(ctx context.Context, cfg *Config, srv *server.Server, logger *slog.L
 		logger.Error("the configuration was not reloaded", "file", cfg.source, "err", err)
 		return
 	}
+	reloadCert(cfg, next, logger) // tls.go
 	for _, w := range next.Warnings {
 		logger.Warn(w)
 	}

@@ -2,8 +2,10 @@
 // `waisteer serve` does: the rooms of a TOML configuration (the schema is
 // cmd/waisteer/testdata/serve/example.toml, key by key), read and checked
 // before anything listens; a durable store; structured logs; bounded
-// timeouts; and a graceful shutdown that answers the requests in flight and
-// writes the pending decisions before the store closes.
+// timeouts; HTTPS on either engine, its certificate read again on SIGHUP
+// (tls.go, internal/tlscert); and a graceful shutdown that answers the
+// requests in flight and writes the pending decisions before the store
+// closes.
 package serve
 
 import (
@@ -214,6 +216,9 @@ func Serve(ctx context.Context, stop func(), logger *slog.Logger, ln net.Listene
 		}()
 	}
 	u := scheme + "://" + ln.Addr().String()
+	if cfg.Cert != nil {
+		logCert(logger, "certificate", cfg.Cert)
+	}
 	logger.Info("listening", "url", u, "rooms", len(cfg.Server.Rooms), "pools", len(cfg.Server.Pools), "engine", cfg.HTTP.Engine, "gomaxprocs", runtime.GOMAXPROCS(0), "gogc", gcPercent())
 	if ready != nil {
 		ready(u)
@@ -274,7 +279,9 @@ func newFront(cfg *Config, srv *server.Server, logger *slog.Logger, ln net.Liste
 			MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes, Logger: logger,
 		})
 		if cfg.TLS != nil {
-			ln = tls.NewListener(ln, cfg.TLS)
+			tc := cfg.TLS.Clone()
+			tc.NextProtos = fastProtos
+			ln = tls.NewListener(ln, tc)
 		}
 		// fasthttp's Shutdown closes only the listeners Serve has taken
 		// up, so the listener is closed here too: a Serve that had not
@@ -311,8 +318,10 @@ func newFront(cfg *Config, srv *server.Server, logger *slog.Logger, ln net.Liste
 	return front{
 		serve: func() error {
 			if cfg.TLS != nil {
-				// ServeTLS, not Serve on a TLS listener: it offers HTTP/2 too.
-				hs.TLSConfig = cfg.TLS
+				// ServeTLS, not Serve on a TLS listener: it sets up
+				// HTTP/2 too. The certificate is cfg.Cert's (GetCertificate).
+				hs.TLSConfig = cfg.TLS.Clone()
+				hs.TLSConfig.NextProtos = stdProtos
 				return hs.ServeTLS(ln, "", "")
 			}
 			return hs.Serve(ln)
