@@ -383,6 +383,15 @@ func ffmpegThroughTheFront(t *testing.T, fs *frontSetup) {
 	// The pool's first checks: every edge up.
 	time.Sleep(2 * poolCheckEvery)
 	all := func(string) bool { return true }
+	if fs.sv.tls != nil {
+		// ffmpeg verifies: without the test's CA it refuses the front.
+		r := runFFmpeg(tl.ffmpeg, fs.frontURL(), "-tls_verify", "1")
+		if r.err == nil {
+			t.Fatalf("ffmpeg read the front without the test's CA:\n%s", r.out)
+		}
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		t.Logf("without the test's CA, ffmpeg refused the front: %s", lines[len(lines)-1])
+	}
 
 	run1 := runFFmpeg(tl.ffmpeg, fs.frontURL(), fs.sv.ffmpeg()...)
 	edge1, session1, firstSeg1 := checkRedirected(t, fs, run1, flog, hits, "", all)
