@@ -390,7 +390,11 @@ func ffmpegThroughTheFront(t *testing.T, fs *frontSetup) {
 			t.Fatalf("ffmpeg read the front without the test's CA:\n%s", r.out)
 		}
 		lines := strings.Split(strings.TrimSpace(r.out), "\n")
-		t.Logf("without the test's CA, ffmpeg refused the front: %s", lines[len(lines)-1])
+		why := lines[len(lines)-1]
+		if i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(strings.ToLower(l), "certificate") }); i >= 0 {
+			why = lines[i]
+		}
+		t.Logf("without the test's CA, ffmpeg refused the front: %s", why)
 	}
 
 	run1 := runFFmpeg(tl.ffmpeg, fs.frontURL(), fs.sv.ffmpeg()...)
