@@ -152,7 +152,7 @@ func TestHLSjsFirstAnswer(t *testing.T) {
 		pcs = append(pcs, fp.pool())
 		fc.Playlists = append(fc.Playlists, server.FrontPlaylist{Path: "/content/" + fp.name + "/", Pool: fp.name})
 	}
-	steerURL := startPoolServer(t, hits, pcs, fc)
+	steerURL := startPoolServer(t, hits, pcs, fc, plainHTTP())
 	mux := http.NewServeMux()
 	files := http.FileServer(http.Dir("."))
 	mux.Handle("GET /pages/", files)

@@ -185,6 +185,9 @@ func checkPoolSteering(t *testing.T, o *observed, pp *poolPage, k kill, steerURL
 			t.Errorf("%s: answered %d, %v: %s", where, r.Status, r.err, r.Body)
 			continue
 		}
+		if r.TLS != strings.HasPrefix(steerURL, "https:") {
+			t.Errorf("%s: over TLS %v, the pool's route %s", where, r.TLS, steerURL)
+		}
 		if i > 0 {
 			gaps = append(gaps, r.Start.Sub(reqs[i-1].Start))
 			if !strings.HasPrefix(r.Query, "session="+hexSession) {

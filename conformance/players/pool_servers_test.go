@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -146,7 +145,7 @@ func withHealth(h http.Handler) http.Handler {
 // whose origin is originURL for the pages that load through it
 // (poolThroughFront), and returns its base URL. Requests carrying
 // probeHeader are the test's own and are logged apart, as "probe".
-func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage, originURL string) string {
+func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage, originURL string, sv *serving) string {
 	t.Helper()
 	var pcs []pool.Config
 	og, err := origin.New(originURL, origin.Options{})
@@ -160,17 +159,14 @@ func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage, originURL s
 			fc.Playlists = append(fc.Playlists, server.FrontPlaylist{Path: "/content/" + pg.name + "/", Pool: pg.name})
 		}
 	}
-	return startPoolServer(t, log, pcs, fc)
+	return startPoolServer(t, log, pcs, fc, sv)
 }
 
 // startPoolServer is startPools for any pools: waisteer serving pcs, and
-// the front fc when it is not nil.
-func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config, fc *server.FrontConfig) string {
+// the front fc when it is not nil, reached as sv says.
+func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config, fc *server.FrontConfig, sv *serving) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, base := sv.listen(t, "127.0.0.1:0")
 	st, err := store.Open(filepath.Join(t.TempDir(), "waisteer.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +200,7 @@ func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config, fc *server.Fr
 		ln.Close()
 		<-done
 	})
-	return "http://" + ln.Addr().String()
+	return base
 }
 
 // kill is one page's stopped edge.
@@ -218,8 +214,7 @@ type kill struct {
 // before the kill until a second after the pool stopped naming the killed
 // edge (or until limit), so that the log holds the pool's last manifest
 // naming it to within 50 ms. The answers are logged as "probe".
-func probe(steerURL string, pp *poolPage, session, killed string, limit time.Time) {
-	client := &http.Client{Timeout: 2 * time.Second}
+func probe(client *http.Client, steerURL string, pp *poolPage, session, killed string, limit time.Time) {
 	var without time.Time // since when the answers no longer name it
 	for time.Now().Before(limit) {
 		req, _ := http.NewRequest(http.MethodGet, steerURL+pp.path()+"?session="+session, nil)

@@ -131,8 +131,15 @@ func (pp *poolPage) applies(priority []string) string {
 //     are the same order without it (only its sessions move), and the
 //     player plays on from the next pathway of its order within ttl_s and
 //     a few seconds, its video never stalled for good.
+//
+// waisteer (the pools' steering routes and the front) is on HTTPS (issue
+// 28), as in TestPlayersFollowWaisteerOverHTTPS: every player steered by a
+// pool, on the default pathway its first answer keeps and on the clone,
+// over https. The pools over plain http are the QoE and first-answer
+// tests'.
 func TestPlayersFollowAPool(t *testing.T) {
 	tl := requireTools(t)
+	sv := overHTTPS(t, "127.0.0.1")
 	began := time.Now()
 	m := makeMedia(t, tl.ffmpeg)
 	t.Logf("media made in %v", time.Since(began).Round(time.Millisecond))
@@ -153,10 +160,10 @@ func TestPlayersFollowAPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	originURL := "http://" + originLn.Addr().String()
-	steerURL := startPools(t, hits, pps, originURL)
+	steerURL := startPools(t, hits, pps, originURL, sv)
 	serveOn(t, originLn, hits.logged("origin", false, poolOriginHandler(m, steerURL, pps)))
 
-	ws := startChromium(t, tl.chromium)
+	ws := startChromium(t, tl.chromium, sv.chromium()...)
 	var runs []pageRun
 	for _, pg := range pages {
 		src := originURL + pg.manifestPath()
@@ -216,7 +223,7 @@ func TestPlayersFollowAPool(t *testing.T) {
 		probes.Add(1)
 		go func() {
 			defer probes.Done()
-			probe(steerURL, pp, session, k.pathway, time.Now().Add(dropLimit+5*time.Second))
+			probe(sv.client, steerURL, pp, session, k.pathway, time.Now().Add(dropLimit+5*time.Second))
 		}()
 	}
 	time.Sleep(300 * time.Millisecond) // the probes' first answers name it

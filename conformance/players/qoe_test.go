@@ -260,7 +260,7 @@ func TestPlayersLeaveAThrottledPathway(t *testing.T) {
 			fc.Playlists = append(fc.Playlists, server.FrontPlaylist{Path: "/content/" + pg.name + "/", Pool: pg.name})
 		}
 	}
-	steerURL := startPoolServer(t, hits, pcs, fc)
+	steerURL := startPoolServer(t, hits, pcs, fc, plainHTTP())
 	serveOn(t, originLn, hits.logged("origin", false, qoeOriginHandler(m, steerURL)))
 
 	ws := startChromium(t, tl.chromium)
