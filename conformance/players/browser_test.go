@@ -61,10 +61,11 @@ var devtools = regexp.MustCompile(`DevTools listening on (ws://127\.0\.0\.1:[0-9
 // startChromium starts headless Chromium in its own process group, killed
 // with everything it started when the test ends (or the test process dies),
 // and returns the address of its DevTools endpoint.
-func startChromium(t *testing.T, chromium string) string {
+func startChromium(t *testing.T, chromium string, extra ...string) string {
 	t.Helper()
 	profile := filepath.Join(t.TempDir(), "chromium")
-	cmd := exec.Command(chromium, append([]string{"--user-data-dir=" + profile}, chromiumFlags...)...)
+	args := append(append([]string{"--user-data-dir=" + profile}, extra...), chromiumFlags...)
+	cmd := exec.Command(chromium, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "HOME="+profile) // nothing of the machine's user
 	out := &devtoolsSink{found: make(chan string, 1)}

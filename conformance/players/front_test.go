@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -35,9 +34,10 @@ import (
 // the prefix of the media's paths), and its edges.
 type frontSetup struct {
 	name    string
-	ip      string // the front's address; it listens on port 80, as the edges do
+	ip      string // the front's address; it listens on port 80, as the edges do (443 over HTTPS)
 	edges   []pathwaySpec
 	weights map[string]uint32
+	sv      *serving // how the front, and the edges' content, are reached
 }
 
 // frontCloneFrom is the pool's clone_from: the content description's one
@@ -51,7 +51,7 @@ const frontCloneFrom = "cdn"
 // up, so that a new viewer sent elsewhere after its kill was sent there
 // because the pool saw it down.
 func newFrontSetup(name string, n int) *frontSetup {
-	fs := &frontSetup{name: name, ip: fmt.Sprintf("127.0.0.%d", 10*n), weights: map[string]uint32{}}
+	fs := &frontSetup{name: name, ip: fmt.Sprintf("127.0.0.%d", 10*n), weights: map[string]uint32{}, sv: plainHTTP()}
 	for k := 2; k <= 4; k++ {
 		id := fmt.Sprintf("edge-%d", k-1)
 		fs.edges = append(fs.edges, pathwaySpec{id: id, ip: fmt.Sprintf("127.0.0.%d", 10*n+k), base: frontCloneFrom})
@@ -72,7 +72,16 @@ func (fs *frontSetup) edgeAt(host string) (pathwaySpec, bool) {
 
 func (fs *frontSetup) playlistPath() string { return "/" + fs.name + "/hls/master.m3u8" }
 
-func (fs *frontSetup) frontURL() string { return "http://" + fs.ip + fs.playlistPath() }
+func (fs *frontSetup) frontURL() string { return fs.sv.scheme + "://" + fs.ip + fs.playlistPath() }
+
+// port is the scheme's default port, which the front and the edges'
+// content listen on, so that URLs name none.
+func (fs *frontSetup) port() string {
+	if fs.sv.tls != nil {
+		return "443"
+	}
+	return pathwayPort
+}
 
 func (fs *frontSetup) poolConfig() pool.Config {
 	c := pool.Config{
@@ -125,6 +134,7 @@ type frontHit struct {
 	Status                    int
 	Start, End                time.Time
 	Body                      []byte
+	TLS                       bool
 }
 
 type frontLog struct {
@@ -170,10 +180,7 @@ func startFront(t *testing.T, fs *frontSetup, originURL string, files bool) *fro
 			t.Errorf("closing waisteer: %v", err)
 		}
 	})
-	ln, err := net.Listen("tcp", fs.ip+":"+pathwayPort)
-	if err != nil {
-		t.Fatalf("listening on %s:%s: %v (run as root, with nothing else there)", fs.ip, pathwayPort, err)
-	}
+	ln, _ := fs.sv.listen(t, fs.ip+":"+fs.port())
 	fsrv := srv.FastServer(server.FastLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10, Logger: logger})
 	waisteer := fsrv.Handler
@@ -189,7 +196,7 @@ func startFront(t *testing.T, fs *frontSetup, originURL string, files bool) *fro
 		waisteer(c)
 		_, q, _ := bytes.Cut(c.Request.Header.RequestURI(), []byte{'?'})
 		h := frontHit{Path: p, Query: string(q), UA: string(c.UserAgent()), Location: string(c.Response.Header.Peek("Location")),
-			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body())}
+			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body()), TLS: c.IsTLS()}
 		log.mu.Lock()
 		log.hits = append(log.hits, h)
 		log.mu.Unlock()
@@ -208,10 +215,9 @@ func startFront(t *testing.T, fs *frontSetup, originURL string, files bool) *fro
 // no longer names the killed edge, and returns when that answer came
 // (zero when it never did within limit).
 func waitDropped(fs *frontSetup, session, killed string, limit time.Duration) time.Time {
-	client := &http.Client{Timeout: 2 * time.Second}
 	end := time.Now().Add(limit)
 	for time.Now().Before(end) {
-		resp, err := client.Get("http://" + fs.ip + "/pool/" + fs.name + "?session=" + session)
+		resp, err := fs.sv.client.Get(fs.sv.scheme + "://" + fs.ip + "/pool/" + fs.name + "?session=" + session)
 		if err == nil {
 			var m steeringManifest
 			err = json.NewDecoder(resp.Body).Decode(&m)
@@ -233,20 +239,22 @@ type ffmpegRun struct {
 }
 
 // runFFmpeg reads four seconds of the stream at u and writes them nowhere,
-// with ffmpeg's own User-Agent (Lavf/…), which the front redirects.
-func runFFmpeg(ffmpeg, u string) ffmpegRun {
+// with ffmpeg's own User-Agent (Lavf/…), which the front redirects; extra
+// are input options (the TLS ones).
+func runFFmpeg(ffmpeg, u string, extra ...string) ffmpegRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	r := ffmpegRun{start: time.Now()}
-	out, err := exec.CommandContext(ctx, ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "info",
-		"-i", u, "-t", "4", "-c", "copy", "-f", "null", "-").CombinedOutput()
+	args := append(append([]string{"-hide_banner", "-nostdin", "-loglevel", "info"}, extra...),
+		"-i", u, "-t", "4", "-c", "copy", "-f", "null", "-")
+	out, err := exec.CommandContext(ctx, ffmpeg, args...).CombinedOutput()
 	r.end, r.out, r.err = time.Now(), string(out), err
 	return r
 }
 
 // checkRedirected judges one ffmpeg run: the front answered its one
-// request with a 302 to the same path on an edge's host (the port, 80,
-// kept), with a session of 32 hexadecimal digits (doc.go's wire format),
+// request with a 302 to the same path on an edge's host (the scheme and
+// the port, its default, kept), with a session of 32 hexadecimal digits (doc.go's wire format),
 // or the one it asked with; that edge is the first of the session's order
 // over the edges listed (the OTT seed's redirect on opening: the first
 // pathway of the viewer's order); and ffmpeg read the playlist, the media
@@ -271,6 +279,9 @@ func checkRedirected(t *testing.T, fs *frontSetup, run ffmpegRun, flog *frontLog
 	if !strings.HasPrefix(fh.UA, "Lavf/") {
 		t.Errorf("ffmpeg's User-Agent is %q, not libavformat's Lavf/…", fh.UA)
 	}
+	if fh.TLS != (fs.sv.tls != nil) {
+		t.Errorf("ffmpeg reached the front over TLS %v, the front's scheme %s", fh.TLS, fs.sv.scheme)
+	}
 	if fh.Status != http.StatusFound {
 		t.Fatalf("the front answered ffmpeg %d, not 302: %s", fh.Status, fh.Body)
 	}
@@ -279,7 +290,7 @@ func checkRedirected(t *testing.T, fs *frontSetup, run ffmpegRun, flog *frontLog
 		t.Fatalf("Location %q: %v", fh.Location, err)
 	}
 	edge, ok := fs.edgeAt(loc.Host)
-	if !ok || loc.Scheme != "http" || loc.Path != fs.playlistPath() {
+	if !ok || loc.Scheme != fs.sv.scheme || loc.Path != fs.playlistPath() {
 		t.Fatalf("Location %q is not the playlist's path on an edge's host (%v)", fh.Location, fs.edges)
 	}
 	session := query(loc.RawQuery)["session"]
@@ -301,8 +312,8 @@ func checkRedirected(t *testing.T, fs *frontSetup, run ffmpegRun, flog *frontLog
 		if h.Start.Before(fh.End) || h.Start.After(run.end) || h.Path == "/health" {
 			continue
 		}
-		if h.Server != edge.id || h.Host != edge.ip {
-			t.Errorf("ffmpeg asked %s (host %q) for %s, not only %s", h.Server, h.Host, h.Path, edge.id)
+		if h.Server != edge.id || h.Host != edge.ip || h.TLS != (fs.sv.tls != nil) {
+			t.Errorf("ffmpeg asked %s (host %q, TLS %v) for %s, not only %s over %s", h.Server, h.Host, h.TLS, h.Path, edge.id, fs.sv.scheme)
 			continue
 		}
 		if h.Status != http.StatusOK {
@@ -345,25 +356,48 @@ func checkRedirected(t *testing.T, fs *frontSetup, run ffmpegRun, flog *frontLog
 // new ffmpeg is sent to another edge, the first of its order without the
 // killed one, and one that comes back with the first session keeps it and
 // is sent to the next of that session's order.
-func TestFFmpegThroughTheFront(t *testing.T) {
+func TestFFmpegThroughTheFront(t *testing.T) { ffmpegThroughTheFront(t, newFrontSetup("ffmpeg", 7)) }
+
+// ffmpegThroughTheFront is TestFFmpegThroughTheFront for fs. Over HTTPS
+// the front and the edges' content are on 443 (the redirect keeps the
+// request's scheme and port), the edges' /health on 80 still, for the
+// pool's checks, and ffmpeg verifies the test CA's certificates.
+func ffmpegThroughTheFront(t *testing.T, fs *frontSetup) {
 	tl := requireTools(t)
 	began := time.Now()
 	m := makeMedia(t, tl.ffmpeg)
 	m.epoch = time.Now().Add(-30 * time.Second)
-	fs := newFrontSetup("ffmpeg", 7)
 
 	hits := &hitLog{}
-	servers := map[string]*httpServer{}
+	servers := map[string][]*httpServer{}
 	for _, e := range fs.edges {
-		servers[e.id] = serve(t, e.ip+":"+pathwayPort, hits.logged(e.id, false, m.contentHandler(fs)))
+		h := hits.logged(e.id, false, m.contentHandler(fs))
+		servers[e.id] = []*httpServer{serve(t, e.ip+":"+pathwayPort, h)}
+		if fs.sv.tls != nil {
+			ln, _ := fs.sv.listen(t, e.ip+":"+fs.port())
+			servers[e.id] = append(servers[e.id], serveOn(t, ln, h))
+		}
 	}
 	org := serve(t, "127.0.0.1:0", hits.logged("origin", false, m.contentHandler(fs)))
 	flog := startFront(t, fs, "http://"+org.addr, false)
 	// The pool's first checks: every edge up.
 	time.Sleep(2 * poolCheckEvery)
 	all := func(string) bool { return true }
+	if fs.sv.tls != nil {
+		// ffmpeg verifies: without the test's CA it refuses the front.
+		r := runFFmpeg(tl.ffmpeg, fs.frontURL(), "-tls_verify", "1")
+		if r.err == nil {
+			t.Fatalf("ffmpeg read the front without the test's CA:\n%s", r.out)
+		}
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		why := lines[len(lines)-1]
+		if i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(strings.ToLower(l), "certificate") }); i >= 0 {
+			why = lines[i]
+		}
+		t.Logf("without the test's CA, ffmpeg refused the front: %s", why)
+	}
 
-	run1 := runFFmpeg(tl.ffmpeg, fs.frontURL())
+	run1 := runFFmpeg(tl.ffmpeg, fs.frontURL(), fs.sv.ffmpeg()...)
 	edge1, session1, firstSeg1 := checkRedirected(t, fs, run1, flog, hits, "", all)
 	if t.Failed() {
 		return
@@ -373,7 +407,9 @@ func TestFFmpegThroughTheFront(t *testing.T) {
 	}
 
 	killed := time.Now()
-	servers[edge1.id].stop()
+	for _, s := range servers[edge1.id] {
+		s.stop()
+	}
 	dropped := waitDropped(fs, session1, edge1.id, dropLimit+2*time.Second)
 	if dropped.IsZero() {
 		t.Fatalf("the pool still names %s %v after its server stopped", edge1.id, time.Since(killed).Round(time.Millisecond))
@@ -383,13 +419,13 @@ func TestFFmpegThroughTheFront(t *testing.T) {
 	}
 	without := func(id string) bool { return id != edge1.id }
 
-	run2 := runFFmpeg(tl.ffmpeg, fs.frontURL())
+	run2 := runFFmpeg(tl.ffmpeg, fs.frontURL(), fs.sv.ffmpeg()...)
 	edge2, _, firstSeg2 := checkRedirected(t, fs, run2, flog, hits, "", without)
 	if edge2.id == edge1.id {
 		t.Errorf("the new ffmpeg was sent to the killed %s", edge1.id)
 	}
 
-	run3 := runFFmpeg(tl.ffmpeg, fs.frontURL()+"?session="+session1)
+	run3 := runFFmpeg(tl.ffmpeg, fs.frontURL()+"?session="+session1, fs.sv.ffmpeg()...)
 	sb, _ := parseSession(session1)
 	edge3, _, _ := checkRedirected(t, fs, run3, flog, hits, session1, without)
 	if next := fs.order(sb, all)[1]; edge3.id != next {
@@ -397,7 +433,7 @@ func TestFFmpegThroughTheFront(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "ffmpeg through the front (pool of 3 clones, checks every %v, down_after %d), run of %v:\n", poolCheckEvery, poolDownAfter, time.Since(began).Round(time.Second))
+	fmt.Fprintf(&b, "ffmpeg through the front over %s (pool of 3 clones, checks every %v, down_after %d), run of %v:\n", fs.sv.scheme, poolCheckEvery, poolDownAfter, time.Since(began).Round(time.Second))
 	fmt.Fprintf(&b, "  first ffmpeg: to %s, its first segment %s after it started, ran %s\n", edge1.id, roundMs(firstSeg1), roundMs(run1.end.Sub(run1.start)))
 	fmt.Fprintf(&b, "  %s stopped: the pool's answer without it %s later\n", edge1.id, roundMs(dropped.Sub(killed)))
 	fmt.Fprintf(&b, "  new ffmpeg: to %s, %s after the kill, its first segment %s after it started\n", edge2.id, roundMs(run2.start.Sub(killed)), roundMs(firstSeg2))

@@ -233,12 +233,17 @@ type hit struct {
 	Start  time.Time
 	End    time.Time
 	Body   []byte // kept for the steering server's answers
+	TLS    bool   // it came over TLS
 }
 
 // hitLog is every request of every server, in the order they ended.
 type hitLog struct {
 	mu   sync.Mutex
 	hits []hit
+	// delay, when set, is how long a request to server waits before it
+	// is answered (hlsjs_first_test.go slows chosen requests so that a
+	// race falls the same way every run); it is logged from its arrival.
+	delay func(server, path, rawQuery string) time.Duration
 }
 
 func (l *hitLog) all() []hit {
@@ -284,10 +289,13 @@ func (l *hitLog) logged(server string, keepBody bool, h http.Handler) http.Handl
 			rec.body = new(bytes.Buffer)
 		}
 		start := time.Now()
+		if l.delay != nil {
+			time.Sleep(l.delay(server, r.URL.Path, r.URL.RawQuery))
+		}
 		h.ServeHTTP(rec, r)
 		ht := hit{
 			Server: server, Host: r.Host, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			CMCD: r.Header.Get("CMCD-Request"), Status: rec.status, Bytes: rec.bytes, Start: start, End: time.Now(),
+			CMCD: r.Header.Get("CMCD-Request"), Status: rec.status, Bytes: rec.bytes, Start: start, End: time.Now(), TLS: r.TLS != nil,
 		}
 		if rec.body != nil {
 			ht.Body = rec.body.Bytes()

@@ -55,6 +55,12 @@ func checkPlayer(t *testing.T, o *observed, pg pageSpec, version string) {
 			withCMCD++
 		}
 	}
+	if pg.b.noCMCD {
+		if withCMCD > 0 {
+			t.Errorf("CMCD on %d of %d segment requests, from a player README.md says has none", withCMCD, len(segs))
+		}
+		return
+	}
 	if withCMCD < len(segs)/2 {
 		t.Errorf("CMCD on %d of %d segment requests: the page turns it on", withCMCD, len(segs))
 	}
@@ -113,7 +119,7 @@ func checkSteering(t *testing.T, o *observed, s *steering, pg pageSpec, tChange 
 		t.Errorf("the first steering request carries %s: %v, not %v as README.md records (%q)", pathwayParam, firstHas, pg.b.firstReport, first.Query)
 	}
 
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := s.sv.client
 	var gaps []time.Duration
 	cmcdSeen, fromMTP := 0, 0
 	forms := map[string]int{} // the throughput parameter's forms, for the log
@@ -122,6 +128,9 @@ func checkSteering(t *testing.T, o *observed, s *steering, pg pageSpec, tChange 
 		if r.Status != http.StatusOK || r.err != nil {
 			t.Errorf("%s: answered %d, %v: %s", where, r.Status, r.err, r.Body)
 			continue
+		}
+		if r.TLS != (s.sv.tls != nil) {
+			t.Errorf("%s: over TLS %v, the server's scheme %s", where, r.TLS, s.sv.scheme)
 		}
 		if i > 0 {
 			gaps = append(gaps, r.Start.Sub(reqs[i-1].Start))

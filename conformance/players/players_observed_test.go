@@ -167,9 +167,12 @@ func (o *observed) stall(page string, from, to time.Time) time.Duration {
 }
 
 // diagnose describes what each page did, for a failure's message.
-func (o *observed) diagnose() string {
+func (o *observed) diagnose() string { return o.diagnosePages(pages) }
+
+// diagnosePages is diagnose for the pages pgs.
+func (o *observed) diagnosePages(pgs []pageSpec) string {
 	var b strings.Builder
-	for _, pg := range pages {
+	for _, pg := range pgs {
 		fmt.Fprintf(&b, "  %s: %d steering requests; media requests by pathway:", pg.name, len(o.steering(pg.name)))
 		count := map[string]int{}
 		for _, m := range o.media(pg.name, time.Time{}, time.Time{}) {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/waisteer/waisteer/decision"
 )
 
 // pageSpec is one player on one protocol, in a page of its own and steered
@@ -53,6 +51,9 @@ type behaviour struct {
 	// is still first in the priority, within the phase (dash.js bars a
 	// failed service location for one TTL only).
 	retriesFailed bool
+	// noCMCD: the player has no CMCD at all (VHS), so none on its
+	// segments either.
+	noCMCD bool
 }
 
 var (
@@ -60,6 +61,10 @@ var (
 	dashjs   = behaviour{quotedList: true, cmcd: true, appliesClones: true, cloneParams: []string{"init", "segment"}, throughputLags: true, retriesFailed: true}
 	shakaJS  = behaviour{}                    // the compiled build: clones lost to renaming
 	shakaDbg = behaviour{appliesClones: true} // the debug build: HOST applied, PARAMS not
+	// video.js 8.24's VHS 3.17 (HLS): it asks once it can play, with its
+	// parameters, and takes a failed pathway back after one TTL. Its DASH
+	// is not steered (README.md, "video.js").
+	vjsHLS = behaviour{firstReport: true, appliesClones: true, cloneParams: []string{"playlist"}, retriesFailed: true, noCMCD: true}
 )
 
 var pages = []pageSpec{
@@ -69,6 +74,7 @@ var pages = []pageSpec{
 	{name: "shaka-dash", file: "shaka.html", protocol: "dash", pkg: "shaka-player", b: shakaJS},
 	{name: "shaka-hls-debug", file: "shaka.html", extra: "&build=debug", protocol: "hls", pkg: "shaka-player", b: shakaDbg},
 	{name: "shaka-dash-debug", file: "shaka.html", extra: "&build=debug", protocol: "dash", pkg: "shaka-player", b: shakaDbg},
+	{name: "videojs-hls", file: "videojs.html", protocol: "hls", pkg: "video.js", b: vjsHLS},
 }
 
 func (pg pageSpec) manifestPath() string {
@@ -87,36 +93,24 @@ func (pg pageSpec) firstPathway() string {
 	return "cdn-a"
 }
 
-// throughFront says whether a page loads its content description through
-// waisteer's front. hls.js does not: loaded from the steering server's
-// host, its first steering answer comes back on the connection already
-// open while its first init segment loads, and hls.js 1.7.4 stalls for
-// good (README, "hls.js stalls for good when a steering manifest that moves
-// it arrives while its first init segment is loading"): two runs of two.
-func throughFront(page string) bool { return page != "hlsjs" }
-
 // originHandler serves the pages, the players from node_modules, and each
-// room's content description without a steering tag or element: waisteer's
-// front adds the ones it writes for the room's policy (§8.2, §8.3); for a
-// page that does not load through the front, with the tag.
+// room's content description without a steering tag or element: every
+// page loads it through waisteer's front, which adds the ones it writes
+// for the room's policy (§8.2, §8.3). hls.js included (issue 28: README,
+// "hls.js through the front").
 func originHandler(m *media, s *steering) http.Handler {
 	mux := http.NewServeMux()
 	files := http.FileServer(http.Dir("."))
 	mux.Handle("GET /pages/", files)
 	mux.Handle("GET /node_modules/", files)
 	mux.HandleFunc("GET /content/{page}/master.m3u8", func(w http.ResponseWriter, r *http.Request) {
-		sc, ok := s.rooms[r.PathValue("page")]
-		if !ok {
+		if _, ok := s.rooms[r.PathValue("page")]; !ok {
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 		w.Header().Set("Cache-Control", "no-store")
-		tag := ""
-		if !throughFront(r.PathValue("page")) {
-			tag = decision.HLSTag(sc.Policy)
-		}
-		w.Write(m.multivariant(r.PathValue("page"), tag))
+		w.Write(m.multivariant(r.PathValue("page"), ""))
 	})
 	mux.HandleFunc("GET /content/{page}/manifest.mpd", func(w http.ResponseWriter, r *http.Request) {
 		_, ok := s.rooms[r.PathValue("page")]
@@ -147,7 +141,11 @@ func originHandler(m *media, s *steering) http.Handler {
 //
 // Every decision served is fetched and verified (§9) with the manifest the
 // player received.
-func TestPlayersFollowWaisteer(t *testing.T) {
+func TestPlayersFollowWaisteer(t *testing.T) { followWaisteer(t, plainHTTP()) }
+
+// followWaisteer is TestPlayersFollowWaisteer with the waisteer server
+// reached as sv says.
+func followWaisteer(t *testing.T, sv *serving) {
 	tl := requireTools(t)
 	began := time.Now()
 	m := makeMedia(t, tl.ffmpeg)
@@ -162,20 +160,17 @@ func TestPlayersFollowWaisteer(t *testing.T) {
 		t.Fatal(err)
 	}
 	originURL := "http://" + originLn.Addr().String()
-	s := startSteering(t, hits, originURL)
+	s := startSteering(t, hits, originURL, sv)
 	servers := map[string]*httpServer{}
 	for _, p := range pathways {
 		servers[p.id] = serve(t, p.ip+":"+pathwayPort, hits.logged(p.id, false, m.pathwayHandler()))
 	}
 	serveOn(t, originLn, hits.logged("origin", false, originHandler(m, s)))
 
-	ws := startChromium(t, tl.chromium)
+	ws := startChromium(t, tl.chromium, sv.chromium()...)
 	var runs []pageRun
 	for _, pg := range pages {
-		src := originURL + pg.manifestPath()
-		if throughFront(pg.name) {
-			src = s.url + pg.manifestPath()
-		}
+		src := s.url + pg.manifestPath()
 		runs = append(runs, pageRun{Name: pg.name, URL: originURL + "/pages/" + pg.file + "?src=" + url.QueryEscape(src) + pg.extra})
 	}
 	d := startDriver(t, tl.node, ws, runs)
@@ -249,11 +244,11 @@ func TestPlayersFollowWaisteer(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "players steered by waisteer (TTL %ds, %v segments), run of %v:\n", ttlSeconds, segDur, time.Since(began).Round(time.Second))
-	fmt.Fprintf(&b, "  %-17s %-13s %-8s %-9s %-13s %-15s %-10s %s\n", "page", "player", "version", "requests", "first move", "to the cheaper", "failover", "longest stall (failed requests)")
+	fmt.Fprintf(&b, "players steered by waisteer over %s (TTL %ds, %v segments), run of %v:\n", sv.scheme, ttlSeconds, segDur, time.Since(began).Round(time.Second))
+	fmt.Fprintf(&b, "  %-17s %-13s %-20s %-9s %-13s %-15s %-10s %s\n", "page", "player", "version", "requests", "first move", "to the cheaper", "failover", "longest stall (failed requests)")
 	for _, pg := range pages {
 		tm := timings[pg.name]
-		fmt.Fprintf(&b, "  %-17s %-13s %-8s %-9d %-13s %-15s %-10s %s (%d)\n", pg.name, pg.pkg, tl.versions[pg.pkg], tm.requests,
+		fmt.Fprintf(&b, "  %-17s %-13s %-20s %-9d %-13s %-15s %-10s %s (%d)\n", pg.name, pg.pkg, tl.versions[pg.pkg], tm.requests,
 			roundMs(tm.first), roundMs(tm.cheaper), roundMs(tm.failover), roundMs(tm.stall), tm.retries)
 	}
 	b.WriteString("  first move: from the first answer to the first segment from the first pathway the player applies;\n")

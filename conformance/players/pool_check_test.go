@@ -44,17 +44,79 @@ func parseSession(s string) ([16]byte, bool) {
 	return out, err == nil
 }
 
+// keepTTL is internal/pool's KeepTTL as its doc states it (10 s): the
+// most TTL of an answer that keeps a new session's reported pathway first.
+const keepTTL = 10
+
+// reportedPathway is the pathway a steering request reports the player
+// is on: _HLS_pathway, or the first of _DASH_pathway's list; "" for none.
+func reportedPathway(rawQuery string) string {
+	q := query(rawQuery)
+	if v, ok := q["_HLS_pathway"]; ok {
+		return v
+	}
+	v, _, _ := strings.Cut(strings.Trim(q["_DASH_pathway"], `"`), ",")
+	return v
+}
+
+// keptFirst is the pathway the pool keeps first in the answer to the
+// page's first steering request (internal/pool's doc, "The order": a new
+// session that reports a listed pathway gets it first), when that is not
+// the session's own first; "" otherwise. The test's edges are all up then.
+func keptFirst(first steerReq, pp *poolPage, session [16]byte) string {
+	full := rendezvousOrder(session, pp.pws, func(string) bool { return true })
+	if id := reportedPathway(first.Query); slices.Contains(full, id) && id != full[0] {
+		return id
+	}
+	return ""
+}
+
+// keeping is order with id moved first, the others in their order.
+func keeping(order []string, id string) []string {
+	if id == "" || !slices.Contains(order, id) {
+		return order
+	}
+	return append([]string{id}, slices.DeleteFunc(slices.Clone(order), func(x string) bool { return x == id })...)
+}
+
+// ownAnswer is the index of the page's first answer in its session's own
+// order: 1 when the pool kept the first request's pathway first, else 0;
+// -1 when that answer has not come yet.
+func ownAnswer(reqs []steerReq, pp *poolPage) int {
+	if len(reqs) == 0 || reqs[0].err != nil {
+		return -1
+	}
+	session, ok := parseSession(sessionOf(reqs[0].manifest.Reload))
+	if !ok {
+		return -1
+	}
+	i := 0
+	if keptFirst(reqs[0], pp, session) != "" {
+		i = 1
+	}
+	if i >= len(reqs) {
+		return -1
+	}
+	return i
+}
+
 // checkPoolManifest judges one answer of the page's pool for its session:
 // the seed's manifest (VERSION 1, the TTL, an absolute RELOAD-URI carrying
 // the session), the session's rendezvous order over the edges up (all
 // before the kill; without the killed one after it; either in the
 // dropLimit between), and the clone of cdn-b with its URI-REPLACEMENT.
-func checkPoolManifest(m steeringManifest, pp *poolPage, session [16]byte, reload string, start, end time.Time, k kill) string {
-	full := rendezvousOrder(session, pp.pws, func(string) bool { return true })
-	without := rendezvousOrder(session, pp.pws, func(id string) bool { return id != k.pathway })
+// With kept set (the first answer, keptFirst), that pathway comes first
+// and the TTL is at most keepTTL.
+func checkPoolManifest(m steeringManifest, pp *poolPage, session [16]byte, reload string, start, end time.Time, k kill, kept string) string {
+	full := keeping(rendezvousOrder(session, pp.pws, func(string) bool { return true }), kept)
+	without := keeping(rendezvousOrder(session, pp.pws, func(id string) bool { return id != k.pathway }), kept)
+	ttl := poolTTL
+	if kept != "" {
+		ttl = min(ttl, keepTTL)
+	}
 	switch {
-	case m.Version != 1 || m.TTL != poolTTL:
-		return fmt.Sprintf("VERSION %d TTL %d, not 1 and %d", m.Version, m.TTL, poolTTL)
+	case m.Version != 1 || m.TTL != ttl:
+		return fmt.Sprintf("VERSION %d TTL %d, not 1 and %d", m.Version, m.TTL, ttl)
 	case m.Reload != reload:
 		return fmt.Sprintf("RELOAD-URI %q, not %q", m.Reload, reload)
 	case end.Before(k.at) && !slices.Equal(m.Priority, full):
@@ -123,13 +185,20 @@ func checkPoolSteering(t *testing.T, o *observed, pp *poolPage, k kill, steerURL
 			t.Errorf("%s: answered %d, %v: %s", where, r.Status, r.err, r.Body)
 			continue
 		}
+		if r.TLS != strings.HasPrefix(steerURL, "https:") {
+			t.Errorf("%s: over TLS %v, the pool's route %s", where, r.TLS, steerURL)
+		}
 		if i > 0 {
 			gaps = append(gaps, r.Start.Sub(reqs[i-1].Start))
 			if !strings.HasPrefix(r.Query, "session="+hexSession) {
 				t.Errorf("%s: not a request of the RELOAD-URI with session %s", where, hexSession)
 			}
 		}
-		if why := checkPoolManifest(r.manifest, pp, session, reload, r.Start, r.End, k); why != "" {
+		kept := ""
+		if i == 0 {
+			kept = keptFirst(r, pp, session)
+		}
+		if why := checkPoolManifest(r.manifest, pp, session, reload, r.Start, r.End, k, kept); why != "" {
 			t.Errorf("%s: %s", where, why)
 		}
 	}
@@ -167,7 +236,7 @@ func checkPoolDrop(t *testing.T, o *observed, pp *poolPage, k kill, session [16]
 			wrong = append(wrong, fmt.Sprintf("probe %d: answered %d, %v: %s", i, r.Status, r.err, r.Body))
 			continue
 		}
-		if why := checkPoolManifest(r.manifest, pp, session, reload, r.Start, r.End, k); why != "" {
+		if why := checkPoolManifest(r.manifest, pp, session, reload, r.Start, r.End, k, ""); why != "" {
 			wrong = append(wrong, fmt.Sprintf("probe %d: %s", i, why))
 		}
 		if slices.Contains(r.manifest.Priority, k.pathway) {
@@ -199,22 +268,39 @@ func checkPoolDrop(t *testing.T, o *observed, pp *poolPage, k kill, session [16]
 	return drop
 }
 
-// checkPoolFirst judges phase 1: from the first answer on, the player
-// takes its segments from the first pathway of its order it can apply, and
-// from nowhere else until the kill; where that is the clone, from the
-// clone's host, through the per-variant URI where the player applies it,
-// with the clone's PARAMS on the requests README.md records. It returns
-// how long after the first answer its first segment came from there, and
-// what of the clone it applied.
+// checkPoolFirst judges phase 1: from the first answer in the session's
+// own order on (ownAnswer), the player takes its segments from the first
+// pathway of its order it can apply, and from nowhere else until the kill;
+// where that is the clone, from the clone's host, through the per-variant
+// URI where the player applies it, with the clone's PARAMS on the requests
+// README.md records. Before it, where the pool kept the first request's
+// pathway first, the player takes them from that pathway. It returns how
+// long after the own answer its first segment came from there, and what of
+// the clone it applied.
 func checkPoolFirst(t *testing.T, o *observed, pp *poolPage, k kill) (time.Duration, string) {
 	reqs := o.steering(pp.name)
-	priority := reqs[0].manifest.Priority
+	own := ownAnswer(reqs, pp)
+	if own < 0 {
+		t.Errorf("no answer in the session's own order")
+		return -1, ""
+	}
+	if own > 0 {
+		kept := reqs[0].manifest.Priority[0]
+		segs := o.segments(pp.name, "", reqs[0].End, reqs[own].Start)
+		for _, m := range segs {
+			if m.Server != kept {
+				t.Errorf("segment %d came from %s while the first answer kept %s first", m.seg, m.Server, kept)
+			}
+		}
+		t.Logf("kept on %s by the first answer (TTL %d): %d segments from it until the next", kept, reqs[0].manifest.TTL, len(segs))
+	}
+	priority := reqs[own].manifest.Priority
 	if len(priority) == 0 || priority[0] != cloneID {
 		// Two sessions in a million draw this (poolWeights).
-		t.Errorf("the first answer's priority %v does not put %s first", priority, cloneID)
+		t.Errorf("the session's own priority %v does not put %s first", priority, cloneID)
 	}
 	want := pp.applies(priority)
-	answered := reqs[0].End
+	answered := reqs[own].End
 	segs := o.segments(pp.name, "", time.Time{}, k.at)
 	i := slices.IndexFunc(segs, func(m mediaHit) bool { return m.Server == want && !m.Start.Before(answered.Add(-50*time.Millisecond)) })
 	if i < 0 {
@@ -278,7 +364,7 @@ func checkPoolFirst(t *testing.T, o *observed, pp *poolPage, k kill) (time.Durat
 		slices.Sort(kinds)
 		applied += ", PARAMS (" + strings.Join(kinds, ", ") + ")"
 	}
-	t.Logf("onto %s %v after the first answer; %d requests to the clone's host %s; applied: %s", want, at.Sub(answered).Round(time.Millisecond), toClone, clone.ip, applied)
+	t.Logf("onto %s %v after its answer in its session's own order; %d requests to the clone's host %s; applied: %s", want, at.Sub(answered).Round(time.Millisecond), toClone, clone.ip, applied)
 	return at.Sub(answered), applied
 }
 

@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/store"
@@ -82,11 +82,19 @@ func rendezvousOrderOf(session [16]byte, edges []pathwaySpec, weights map[string
 	return append(out, last...)
 }
 
+// poolThroughFront says whether a page loads its content description
+// through waisteer's front: the HLS pages do (issue 28: hls.js through the
+// front in every test), and get the front's tag for a pool (SERVER-URI the
+// pool's route, PATHWAY-ID its clone_from, cdn-b). The DASH pages keep the
+// element written by hand, whose queryBeforeStart="true" the front's
+// element for a pool does not write.
+func poolThroughFront(pg pageSpec) bool { return pg.protocol == "hls" }
+
 // poolOriginHandler serves the pages, the players and each page's content
-// description with the steering tag or element written by hand, as an
-// operator writes them for a pool: SERVER-URI the pool's route, the
-// initial pathway cdn-a, and for DASH queryBeforeStart (RFC 8216bis 4.4.6.6,
-// ETSI TS 103 998 clause 5.2).
+// description, for a DASH page with the steering element written by hand,
+// as an operator writes it for a pool: the pool's route, the initial
+// pathway cdn-a and queryBeforeStart (ETSI TS 103 998 clause 5.2); for an
+// HLS page with no tag, which the front adds (poolThroughFront).
 func poolOriginHandler(m *media, steerURL string, pps map[string]*poolPage) http.Handler {
 	mux := http.NewServeMux()
 	files := http.FileServer(http.Dir("."))
@@ -99,6 +107,9 @@ func poolOriginHandler(m *media, steerURL string, pps map[string]*poolPage) http
 			return
 		}
 		tag := `#EXT-X-CONTENT-STEERING:SERVER-URI="` + steerURL + pp.path() + `",PATHWAY-ID="cdn-a"`
+		if poolThroughFront(pp.pageSpec) {
+			tag = ""
+		}
 		w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(m.multivariantOf(pp.name, tag, pp.pws))
@@ -130,25 +141,32 @@ func withHealth(h http.Handler) http.Handler {
 }
 
 // startPools starts waisteer in-process with one pool per page, on the
-// bbolt store, behind fasthttp as `waisteer serve` runs it, and returns
-// its base URL. Requests carrying probeHeader are the test's own and are
-// logged apart, as "probe".
-func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage) string {
+// bbolt store, behind fasthttp as `waisteer serve` runs it, with a front
+// whose origin is originURL for the pages that load through it
+// (poolThroughFront), and returns its base URL. Requests carrying
+// probeHeader are the test's own and are logged apart, as "probe".
+func startPools(t *testing.T, log *hitLog, pps map[string]*poolPage, originURL string, sv *serving) string {
 	t.Helper()
 	var pcs []pool.Config
-	for _, pg := range pages {
-		pcs = append(pcs, pps[pg.name].config())
-	}
-	return startPoolServer(t, log, pcs)
-}
-
-// startPoolServer is startPools for any pools: waisteer serving pcs.
-func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	og, err := origin.New(originURL, origin.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fc := &server.FrontConfig{Origin: og}
+	for _, pg := range pages {
+		pcs = append(pcs, pps[pg.name].config())
+		if poolThroughFront(pg) {
+			fc.Playlists = append(fc.Playlists, server.FrontPlaylist{Path: "/content/" + pg.name + "/", Pool: pg.name})
+		}
+	}
+	return startPoolServer(t, log, pcs, fc, sv)
+}
+
+// startPoolServer is startPools for any pools: waisteer serving pcs, and
+// the front fc when it is not nil, reached as sv says.
+func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config, fc *server.FrontConfig, sv *serving) string {
+	t.Helper()
+	ln, base := sv.listen(t, "127.0.0.1:0")
 	st, err := store.Open(filepath.Join(t.TempDir(), "waisteer.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +174,7 @@ func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config) string {
 	t.Cleanup(func() { st.Close() })
 	// Info: the checker logs each edge going down and coming back.
 	logger := slog.New(slog.NewTextHandler(&logWriter{t: t, prefix: "waisteer: "}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := server.New(context.Background(), server.Config{Pools: pcs, Logger: logger}, st, store.NewLoads())
+	srv, err := server.New(context.Background(), server.Config{Pools: pcs, Front: fc, Logger: logger}, st, store.NewLoads())
 	if err != nil {
 		t.Fatalf("starting waisteer: %v", err)
 	}
@@ -182,7 +200,7 @@ func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config) string {
 		ln.Close()
 		<-done
 	})
-	return "http://" + ln.Addr().String()
+	return base
 }
 
 // kill is one page's stopped edge.
@@ -196,8 +214,7 @@ type kill struct {
 // before the kill until a second after the pool stopped naming the killed
 // edge (or until limit), so that the log holds the pool's last manifest
 // naming it to within 50 ms. The answers are logged as "probe".
-func probe(steerURL string, pp *poolPage, session, killed string, limit time.Time) {
-	client := &http.Client{Timeout: 2 * time.Second}
+func probe(client *http.Client, steerURL string, pp *poolPage, session, killed string, limit time.Time) {
 	var without time.Time // since when the answers no longer name it
 	for time.Now().Before(limit) {
 		req, _ := http.NewRequest(http.MethodGet, steerURL+pp.path()+"?session="+session, nil)

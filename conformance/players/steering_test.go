@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"sync/atomic"
@@ -72,7 +71,8 @@ func (c *roomClock) now() uint64 {
 
 // steering is waisteer serving one room per page.
 type steering struct {
-	url   string // http://127.0.0.1:PORT
+	url   string // http://127.0.0.1:PORT, or https://
+	sv    *serving
 	clock *roomClock
 	rooms map[string]*scenario.Scenario // by page
 }
@@ -80,13 +80,10 @@ type steering struct {
 // startSteering starts waisteer in-process, on the bbolt store as `serve`
 // uses it, with a room per page whose policy names the pathways, and
 // gives each room its first period of records.
-func startSteering(t *testing.T, log *hitLog, originURL string) *steering {
+func startSteering(t *testing.T, log *hitLog, originURL string, sv *serving) *steering {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &steering{url: "http://" + ln.Addr().String(), clock: newRoomClock(), rooms: map[string]*scenario.Scenario{}}
+	ln, base := sv.listen(t, "127.0.0.1:0")
+	s := &steering{url: base, sv: sv, clock: newRoomClock(), rooms: map[string]*scenario.Scenario{}}
 	var rcs []server.RoomConfig
 	for _, pg := range pages {
 		sc, err := scenario.Build(scenario.Spec{
@@ -149,12 +146,16 @@ func startSteering(t *testing.T, log *hitLog, originURL string) *steering {
 func (l *hitLog) fastLogged(server string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(c *fasthttp.RequestCtx) {
 		start := time.Now()
+		if l.delay != nil {
+			_, q, _ := bytes.Cut(c.Request.Header.RequestURI(), []byte{'?'})
+			time.Sleep(l.delay(server, string(c.Path()), string(q)))
+		}
 		h(c)
 		_, query, _ := bytes.Cut(c.Request.Header.RequestURI(), []byte{'?'})
 		ht := hit{
 			Server: server, Host: string(c.Host()), Method: string(c.Method()), Path: string(c.Request.URI().Path()),
 			Query: string(query), CMCD: string(c.Request.Header.Peek("CMCD-Request")),
-			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body()),
+			Status: c.Response.StatusCode(), Start: start, End: time.Now(), Body: bytes.Clone(c.Response.Body()), TLS: c.IsTLS(),
 		}
 		l.mu.Lock()
 		l.hits = append(l.hits, ht)
@@ -221,7 +222,7 @@ func (s *steering) addRecords(t *testing.T, k int, joules map[string]uint64) {
 			body = append(body, raw...)
 		}
 		url := fmt.Sprintf("%s/v1/rooms/%s/records", s.url, sc.Policy.Room)
-		resp, err := http.Post(url, "application/octet-stream", bytes.NewReader(body))
+		resp, err := s.sv.client.Post(url, "application/octet-stream", bytes.NewReader(body))
 		if err != nil {
 			t.Fatalf("posting records: %v", err)
 		}

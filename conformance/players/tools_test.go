@@ -67,7 +67,7 @@ func requireTools(t *testing.T) tools {
 	if err != nil {
 		t.Fatalf("reading conformance/players/package.json: %v", err)
 	}
-	for _, name := range []string{"hls.js", "dashjs", "shaka-player", "playwright-core"} {
+	for _, name := range []string{"hls.js", "dashjs", "shaka-player", "playwright-core", "video.js", "@videojs/http-streaming"} {
 		want, ok := pkg.Dependencies[name]
 		if !ok || !exactVersion.MatchString(want) {
 			t.Fatalf("package.json must pin %s to one exact version, not %q", name, want)
@@ -87,6 +87,9 @@ func requireTools(t *testing.T) tools {
 		}
 		tl.versions[name] = want
 	}
+	// video.js pins its VHS by a range: the page reports both, as the
+	// pinned pair.
+	tl.versions["video.js"] += " (VHS " + tl.versions["@videojs/http-streaming"] + ")"
 	if len(missing) > 0 {
 		t.Fatalf("the players' test cannot run without:\n  %s", strings.Join(missing, "\n  "))
 	}

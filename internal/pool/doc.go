@@ -33,6 +33,19 @@
 // session's cohort gives the priority's head: its priority less the edges
 // not listed; the rest of the listed edges follow in the order above.
 //
+// A session's first answer (a request with no session this server keeps)
+// that reports the pathway its player is on (Request.Reported: hls.js's
+// _HLS_pathway, the first of dash.js's _DASH_pathway) puts that pathway
+// first while it is listed, the rest following in the order above, with a
+// TTL of at most KeepTTL: hls.js 1.7.4 stalls for good when its first
+// answer moves it to another pathway while a fragment is loading, and a
+// player's first request reports the pathway its playlist started it on.
+// A QoE move still puts the pathway behind. When the pathway it reports is
+// clone_from and no edge has that pathway (the content's own pathway, of
+// which the edges are clones: the station seed's "."), the manifest names it
+// first, ahead of the session's order of the edges, with the same TTL.
+// Later answers follow the session's order.
+//
 // # Sessions
 //
 // A session is 16 bytes, AES-128 under the server's key of

@@ -41,7 +41,7 @@ func fuzzPools(t testing.TB) []*Pool {
 }
 
 // FuzzSteer: Steer reads outside bytes (the query, the cohort header, the
-// base the request reached) and never panics; every manifest is the seed's
+// base the request reached, the pathway a player reports) and never panics; every manifest is the seed's
 // JSON, lists each pathway at most once and at least one, puts first the
 // edge it reports, carries its session back, never carries _HLS_, _DASH_
 // or CMCD parameters, and steers the next request from its RELOAD-URI the
@@ -90,6 +90,30 @@ func FuzzSteer(f *testing.F) {
 			again, _, sess2 := p.Steer(nil, &Request{RawQuery: rq, Cohort: cohort, Base: base})
 			if sess2 != sess || !bytes.Equal(again, b) {
 				t.Fatalf("%q: %s, then from its RELOAD-URI %s", query, b, again)
+			}
+			// Request.Reported (any string; an edge's): a new session's
+			// answer puts a listed edge it names first, and the answers
+			// of a kept session do not change.
+			for _, rep := range []string{cohort, edges[len(edges)-1].Pathway} {
+				kb, kfirst, ks := p.Steer(nil, &Request{RawQuery: query, Cohort: cohort, Base: base, Reported: rep})
+				km := decode(t, kb)
+				onBase := ks != sess && rep != "" && rep == p.Config().CloneFrom && !slices.ContainsFunc(edges, func(e Edge) bool { return e.Pathway == rep })
+				if onBase {
+					if len(km.Priority) == 0 || km.Priority[0] != rep {
+						t.Fatalf("%q: a new session reporting clone_from %q got %q", query, rep, km.Priority)
+					}
+					km.Priority = km.Priority[1:]
+				}
+				if kfirst < 0 || kfirst >= len(edges) || len(km.Priority) != len(m.Priority) || edges[kfirst].Pathway != km.Priority[0] {
+					t.Fatalf("%q reporting %q: first %d, priority %q", query, rep, kfirst, km.Priority)
+				}
+				isEdge := slices.ContainsFunc(edges, func(e Edge) bool { return e.Pathway == rep })
+				if ks != sess && isEdge && km.Priority[0] != rep {
+					t.Fatalf("%q: a new session reporting %q got %q", query, rep, km.Priority)
+				}
+				if later, _, _ := p.Steer(nil, &Request{RawQuery: rq, Cohort: cohort, Base: base, Reported: rep}); !bytes.Equal(later, b) {
+					t.Fatalf("%q: a kept session reporting %q got %s, not %s", query, rep, later, b)
+				}
 			}
 		}
 	})

@@ -63,9 +63,17 @@ type shape struct {
 	head string // `{"VERSION":1,"TTL":<ttl>,"RELOAD-URI":"` and the public_url, when set
 	// headShort is head with the QoE's short TTL, when the pool has QoE.
 	headShort string
-	public    bool
-	pathQ     string // the path and `?session=`
-	cohortQ   string // `&<cohort_param>=`, when set
+	// headKeep is head with keepTTL, the TTL of a new session's answer
+	// that keeps the pathway its player reports first.
+	headKeep string
+	keepTTL  int
+	// base is clone_from as a JSON string, then a comma, when it is not an
+	// edge's pathway: a new session that reports it is kept on it ("" for
+	// none).
+	base    string
+	public  bool
+	pathQ   string // the path and `?session=`
+	cohortQ string // `&<cohort_param>=`, when set
 
 	buckets     bool
 	byBucket    [][]int32 // by bucket−1: the rules whose range holds it, in order, up to the first for every session
@@ -253,6 +261,11 @@ func newShape(c Config, old *shape) *shape {
 	}
 	sh.public = c.PublicURL != ""
 	sh.head = headOf(c.TTL)
+	sh.keepTTL = min(c.TTL, KeepTTL)
+	sh.headKeep = headOf(sh.keepTTL)
+	if _, isEdge := sh.index[c.CloneFrom]; c.CloneFrom != "" && !isEdge {
+		sh.base = string(appendJSONString(nil, c.CloneFrom)) + ","
+	}
 	if c.QoE != nil {
 		sh.headShort = headOf(c.QoE.ShortTTL)
 	}
@@ -292,7 +305,7 @@ func newShape(c Config, old *shape) *shape {
 	}
 
 	sh.fixed = len(sh.head) + len(sh.pathQ) + 2*len(Session{}) + len(`&bucket=65535`) +
-		len(sh.cohortQ) + 3*maxCohortLen + len(manifestPriority) + len(manifestClones) + len(`]]}`)
+		len(sh.cohortQ) + 3*maxCohortLen + len(manifestPriority) + len(sh.base) + len(manifestClones) + len(`]]}`)
 	for i := range n {
 		sh.fixed += len(sh.quoted[i]) + 1 + len(sh.clone[i]) + 1
 	}

@@ -26,11 +26,22 @@ type Request struct {
 	// Away is the pathway the client is on when the per-client rule moves
 	// it off (QoE.Lowest): that edge goes behind the others; "" for none.
 	Away string
+	// Reported is the pathway the request reports the player is on (its
+	// _HLS_pathway, the first of its _DASH_pathway), "" for none. A
+	// session's first answer keeps it first while it is listed (KeepTTL).
+	Reported string
 
 	// TTL is set by Steer and Order: the TTL the manifest states, the
 	// short one when a QoE move shaped the order.
 	TTL int
 }
+
+// KeepTTL is the most TTL, in seconds, of a new session's answer that
+// keeps first the pathway its player reports (Request.Reported): the
+// player moves to the session's own order at its next request, a few
+// seconds into play, rather than a whole ttl_s later (the station seed's
+// 300 s would hold every new hls.js viewer on its playlist's PATHWAY-ID).
+const KeepTTL = 10
 
 // smallPool is the most edges whose scratch lives on Steer's stack.
 const smallPool = 64
@@ -46,7 +57,8 @@ type scratch struct {
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // Steer appends the session's manifest to dst and returns it, with the
-// index (in Config().Edges) of the edge it puts first and the session:
+// index (in Config().Edges) of the edge it puts first (after clone_from,
+// when it keeps a new session on it) and the session:
 // the request's, or one minted when the request had none, or one this
 // server did not mint, or (under buckets) one whose bucket does not hold.
 // A pool without edges appends nothing and returns first −1. Steer takes
@@ -74,11 +86,15 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 		sc = scratches.Get().(*scratch)
 		defer scratches.Put(sc)
 	}
-	out, skip, s, bucket, carried, short := p.order(st, req, &q, dst[len(dst):len(dst)+32], cbuf[:0], outA[:0], keysA[:0], skipA[:], sc)
+	out, skip, s, bucket, carried, short, keep, onBase := p.order(st, req, &q, dst[len(dst):len(dst)+32], cbuf[:0], outA[:0], keysA[:0], skipA[:], sc)
 
 	m := append(dst, st.head...)
 	req.TTL = st.cfg.TTL
-	if short {
+	if keep && st.keepTTL < req.TTL {
+		m = append(dst, st.headKeep...)
+		req.TTL = st.keepTTL
+	}
+	if short && st.cfg.QoE.ShortTTL < req.TTL {
 		m = append(dst, st.headShort...)
 		req.TTL = st.cfg.QoE.ShortTTL
 	}
@@ -96,6 +112,9 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 		m = appendQueryEscaped(m, carried)
 	}
 	m = append(m, manifestPriority...)
+	if onBase {
+		m = append(m, st.base...)
+	}
 	for j, i := range out {
 		if j > 0 {
 			m = append(m, ',')
@@ -136,10 +155,13 @@ func (p *Pool) Steer(dst []byte, req *Request) (manifest []byte, first int, s Se
 // configuration's edges), and skip marks them; with the session (kept or
 // minted, sessionOf), its bucket, and the cohort the RELOAD-URI carries on
 // (in cbuf); short when a QoE move shaped it (the cohort has pathways
-// behind, or req.Away moved one). The other arguments are scratch:
+// behind, or req.Away moved one); keep when the session is new and the
+// pathway it reports, listed but not first, was put first (KeepTTL), or
+// onBase (keep too) when that pathway is clone_from, no edge's, which the
+// manifest then names ahead of out. The other arguments are scratch:
 // scratch32 for AES, the stack's arrays, and sc for a pool larger than
 // smallPool.
-func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte, short bool) {
+func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, outA []int32, keysA []ranked, skipA []uint64, sc *scratch) (out []int32, skip []uint64, s Session, bucket int, carried []byte, short, keep, onBase bool) {
 	n := len(st.runs)
 
 	// The cohort: the header's each request, or the parameter's, which the
@@ -164,7 +186,7 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 	if carried == nil && st.cfg.CohortHeader == "" {
 		behind = st.behind[""] // no cohort: the sessions without one are a cohort too
 	}
-	s, bucket = p.sessionOf(st, q, scratch32, cohort)
+	s, bucket, kept := p.sessionOf(st, q, scratch32, cohort)
 
 	var keys []ranked
 	if sc == nil {
@@ -198,6 +220,26 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 			skip[i>>6] |= 1 << (i & 63)
 		}
 	}
+	// A new session keeps the pathway its player reports first while that
+	// edge is listed, before any QoE move (which may still put it behind):
+	// hls.js 1.7.4 stalls for good when its first answer moves it while a
+	// fragment loads (conformance/players/README.md, "hls.js through the
+	// front"), and its first request reports the pathway it starts on.
+	// The pathway the clones copy (clone_from), when no edge has it, is
+	// the content's own: a player that reports it is kept on it the same
+	// way, ahead of every edge (the station seed's clone_from ".", the
+	// front's PATHWAY-ID).
+	if !kept && req.Reported != "" {
+		if a, ok := st.index[req.Reported]; ok {
+			if i := slices.Index(out, a); i > 0 {
+				copy(out[1:i+1], out[:i])
+				out[0] = a
+				keep = true
+			}
+		} else if st.base != "" && req.Reported == st.cfg.CloneFrom {
+			keep, onBase = true, true
+		}
+	}
 	if behind != nil {
 		probe := qoe.InProbe(report.Session(s), st.cfg.QoE.Share())
 		behindLast(out, func(i int32) bool { return behind[i] == isBehind || behind[i] == isProbed && !probe })
@@ -209,7 +251,7 @@ func (p *Pool) order(st *state, req *Request, q *query, scratch32, cbuf []byte, 
 			short = true
 		}
 	}
-	return out, skip, s, bucket, carried, short
+	return out, skip, s, bucket, carried, short, keep, onBase
 }
 
 // behindLast moves the edges of out that bad holds behind the others,
@@ -253,10 +295,13 @@ func (p *Pool) Order(req *Request) (Opening, bool) {
 	var scratch32 [32]byte
 	cbuf := make([]byte, 0, maxCohortLen)
 	sc := &scratch{}
-	out, _, s, bucket, carried, short := p.order(st, req, &q, scratch32[:], cbuf, nil, nil, nil, sc)
+	out, _, s, bucket, carried, short, keep, _ := p.order(st, req, &q, scratch32[:], cbuf, nil, nil, nil, sc)
 	req.TTL = st.cfg.TTL
+	if keep {
+		req.TTL = min(req.TTL, st.keepTTL)
+	}
 	if short {
-		req.TTL = st.cfg.QoE.ShortTTL
+		req.TTL = min(req.TTL, st.cfg.QoE.ShortTTL)
 	}
 	o := Opening{Session: s, Order: make([]string, len(out))}
 	for j, i := range out {
@@ -276,16 +321,17 @@ func (p *Pool) Order(req *Request) (Opening, bool) {
 // sessionOf keeps the request's session when this server minted it (and,
 // under buckets, its bucket is in range and is the request's bucket), and
 // mints one otherwise, its bucket dealt by the dealer of its cohort (the
-// id a rule names it by, or −1); scratch is 32 bytes for AES.
-func (p *Pool) sessionOf(st *state, q *query, scratch []byte, cohort int32) (Session, int) {
+// id a rule names it by, or −1); kept says which. scratch is 32 bytes for
+// AES.
+func (p *Pool) sessionOf(st *state, q *query, scratch []byte, cohort int32) (Session, int, bool) {
 	if s, bucket, ok := p.kept(st, q, scratch); ok {
-		return s, bucket
+		return s, bucket, true
 	}
 	bucket := 0
 	if st.buckets {
 		bucket = int(st.dealers[cohort+1].Add(1)%uint64(st.cfg.Buckets)) + 1
 	}
-	return mint(p.block, uint16(bucket), scratch), bucket
+	return mint(p.block, uint16(bucket), scratch), bucket, false
 }
 
 // kept is the request's session and bucket when Steer keeps them: this

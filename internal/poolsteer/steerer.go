@@ -72,6 +72,10 @@ type poolRoute struct {
 	// qoe is the pool's QoE settings, nil for none: lowest for the
 	// per-client rule, hold for how long it keeps a client away.
 	qoe *pool.QoE
+	// base is clone_from when no edge has that pathway (the content's own,
+	// which a new session that reports it is kept on), as a list of one
+	// to read a report against; nil otherwise.
+	base []string
 }
 
 // maxChanges is how many of its latest changes a pool keeps for the view.
@@ -137,6 +141,9 @@ func newPoolRoute(c pool.Config) *poolRoute {
 	rt := &poolRoute{path: c.Path, ttl: c.TTL, cohortHeader: http.CanonicalHeaderKey(c.CohortHeader), qoe: c.QoE}
 	for _, e := range c.Edges {
 		rt.ids = append(rt.ids, e.Pathway)
+	}
+	if c.CloneFrom != "" && !slices.Contains(rt.ids, c.CloneFrom) {
+		rt.base = []string{c.CloneFrom}
 	}
 	return rt
 }
@@ -302,6 +309,16 @@ func (ph *Steerer) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	x.req.Cohort = cohortHeaderOf(r, rt.cohortHeader)
 	viewer := ph.d.Reach.Of(r)
 	x.req.Base = viewer.Base()
+	// A new session's answer keeps the pathway it reports first (pool's
+	// doc, "The order"): an edge's, or clone_from when no edge has it,
+	// which the report names no edge for.
+	if rep.Present&report.HasPathway != 0 && int(rep.Pathway) < len(rt.ids) {
+		x.req.Reported = rt.ids[rep.Pathway]
+	} else if rt.base != nil {
+		if _, b := q.Report(r.Header, rt.base); b.Present&report.HasPathway != 0 {
+			x.req.Reported = rt.base[0]
+		}
+	}
 	if l := ph.d.Budgets; l != nil {
 		_, has := ph.p.SessionOf(&x.req)
 		if why := l.Admit(viewer.Client, !has, time.UnixMicro(int64(ph.d.Clock()))); why != "" {
