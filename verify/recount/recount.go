@@ -16,7 +16,7 @@
 // the order in which the server read and updated its table. At the first
 // decision whose policy's pathway ids, in order, are not the table's, the
 // table is emptied, as the server empties it when it installs such a policy
-// (SPEC-NOTES "A new policy resets the loads", "The loads survive a policy
+// (SPEC-NOTES "A policy of other pathways resets the loads", "The loads survive a policy
 // of the same pathways").
 //
 // Several servers on one database see each other's sessions up to about δ

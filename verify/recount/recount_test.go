@@ -49,7 +49,7 @@ func mustRecount(t *testing.T, entries []Entry, o Options) *Report {
 // counts on its latest decision's first pathway; SPEC-NOTES "Session
 // expiry": until T + TTL + grace inclusive, and a decision's loads count its
 // own session on its previous first pathway (§6.1); "The loads survive a
-// policy of the same pathways"; "A new policy resets the loads".
+// policy of the same pathways"; "A policy of other pathways resets the loads".
 func TestExpiryAndResets_6_9_2(t *testing.T) {
 	abc := build(t, "hand", pathways("a", "b", "c"), nil)
 	healthPs := pathways("a", "b", "c")
@@ -187,7 +187,7 @@ func roomSets(t testing.TB) [][]*policy.Policy {
 
 // TestLoadsAgainstReference_9_2 compares the recount with the brute-force
 // reference over random streams (§6, §9.2, SPEC-NOTES "Session expiry", "A
-// new policy resets the loads", "The loads survive a policy of the same
+// policy of other pathways resets the loads", "The loads survive a policy of the same
 // pathways"): loads stated as the reference counts them all match, and
 // loads moved by one from it are each caught, the first in T order first.
 func TestLoadsAgainstReference_9_2(t *testing.T) {

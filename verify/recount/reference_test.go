@@ -13,7 +13,7 @@ import (
 )
 
 // The brute-force reference, written from the rules alone (§6, §6.3, §9.2
-// and SPEC-NOTES "Session expiry", "A new policy resets the loads", "The
+// and SPEC-NOTES "Session expiry", "A policy of other pathways resets the loads", "The
 // loads survive a policy of the same pathways", "Loads across servers"):
 // for each decision it scans every decision before it, with no table kept
 // from one decision to the next. Instants are math/big, so that an expiry
