@@ -182,7 +182,7 @@ func (h *Room) install(ctx context.Context, base *policy.Policy, persist bool) (
 	publish()
 	if !slices.Equal(cur.ids, st.ids) {
 		// A session's first pathway is an index into the policy it was
-		// decided under; a policy that only zeroes capacities keeps them.
+		// decided under; a policy of the same ids in the same order keeps them.
 		if err := h.d.Loads.Reset(ctx, h.id); err != nil {
 			h.d.Log.Error("resetting the loads after a new policy", "room", h.id.String(), "err", err)
 		}
