@@ -270,19 +270,20 @@ func TestWalkthroughsStartAndEndInTheRoot(t *testing.T) {
 	}
 }
 
-// TestREADMEInstallsFirst: the walkthrough's section installs the binary
-// before the walkthrough calls it (issue 11: a newcomer following it
-// literally had no waisteer).
+// TestREADMEInstallsFirst: the quick start, the README's first section a
+// newcomer follows (issue 29: a pool first), installs the binary before the
+// first walkthrough calls it (issue 11: a newcomer following it literally
+// had no waisteer).
 func TestREADMEInstallsFirst(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(readme)
-	section := strings.Index(s, "## Steering a room of your own")
+	section := strings.Index(s, "## Quick start: a pool in five minutes")
 	install := strings.Index(s, "go install ./cmd/waisteer")
 	walk := walkthroughStart.FindStringIndex(s)
 	if section < 0 || install < section || walk == nil || install > walk[0] {
-		t.Errorf("the README does not install waisteer (go install ./cmd/waisteer) in its walkthrough's section, before the walkthrough")
+		t.Errorf("the README does not install waisteer (go install ./cmd/waisteer) in its quick start, before the first walkthrough")
 	}
 }
