@@ -223,12 +223,18 @@ func (f *Front) Serve(w http.ResponseWriter, r *http.Request, st Steering) {
 	class, family, rule := f.agents.classify(r.Header.Get("User-Agent"))
 	query, forced := stripMode(r.URL.RawQuery)
 	switch forced {
+	case noMode:
 	case "redirect":
 		class, rule = RedirectOnly, RuleMode
 	case "backup":
 		class, rule = BackupOnly, RuleMode
 	case "steer":
 		class, rule = Steers, RuleMode
+	default:
+		// A test that names a class the front does not have must not be
+		// answered as if it had named none (issue 29).
+		api.WriteError(w, api.Errorf(api.BadQuery, "%s=%q is none of redirect, backup or steer", ModeParam, forced))
+		return
 	}
 	who := viewer{class, family, rule}
 	hlsTag, dashEl := st.Tags()
@@ -524,17 +530,20 @@ func requestURL(r *http.Request) string {
 	return reach.BaseOf(r) + r.URL.RequestURI()
 }
 
+// noMode is stripMode's value for a query without ModeParam.
+const noMode = "\x00none"
+
 // stripMode removes ModeParam from a raw query, byte for byte otherwise,
-// and returns its value.
+// and returns its first value as written (not decoded), or noMode.
 func stripMode(raw string) (string, string) {
 	if !strings.Contains(raw, ModeParam) {
-		return raw, ""
+		return raw, noMode
 	}
 	var keep []string
-	mode := ""
+	mode := noMode
 	for part := range strings.SplitSeq(raw, "&") {
 		if k, v, _ := strings.Cut(part, "="); k == ModeParam {
-			if mode == "" {
+			if mode == noMode {
 				mode = v
 			}
 			continue
