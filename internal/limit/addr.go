@@ -81,6 +81,14 @@ func (p Proxies) Client(peer netip.Addr, forwarded []string) netip.Addr {
 	if len(p) == 0 || !p.Trusts(peer) {
 		return peer
 	}
+	a, _ := p.Walk(peer, forwarded)
+	return a
+}
+
+// Walk reads X-Forwarded-For's values from the right as Client does,
+// from a peer already trusted, and says whether every value it read was
+// an address: false when one that is not stopped the walk.
+func (p Proxies) Walk(peer netip.Addr, forwarded []string) (netip.Addr, bool) {
 	at := peer
 	for i := len(forwarded) - 1; i >= 0; i-- {
 		field := forwarded[i]
@@ -97,13 +105,13 @@ func (p Proxies) Client(peer netip.Addr, forwarded []string) netip.Addr {
 			}
 			a, ok := ParseRemote(v)
 			if !ok {
-				return at
+				return at, false
 			}
 			if !p.Trusts(a) {
-				return a
+				return a, true
 			}
 			at = a
 		}
 	}
-	return at
+	return at, true
 }

@@ -76,7 +76,7 @@ func Read(p limit.Proxies, q Request) Reached {
 		return out
 	}
 	if lines := q.Header[ForwardedFor]; len(lines) > 0 {
-		c, ok := forwardedFor(p, q.Peer, lines)
+		c, ok := p.Walk(q.Peer, lines)
 		out.Client = c
 		if !ok {
 			out.Ignored = append(out.Ignored, Ignored{ForwardedFor, ReasonAddress})
@@ -121,37 +121,6 @@ func walk(p limit.Proxies, els []Element, out *Reached) {
 		break
 	}
 	out.Client = at
-}
-
-// forwardedFor walks X-Forwarded-For from the right as
-// limit.Proxies.Client does, and says whether every value it read was an
-// address: a value that is none stops the walk at the proxy that wrote it.
-func forwardedFor(p limit.Proxies, peer netip.Addr, lines []string) (netip.Addr, bool) {
-	at := peer
-	for i := len(lines) - 1; i >= 0; i-- {
-		field := lines[i]
-		for field != "" {
-			var v string
-			if j := strings.LastIndexByte(field, ','); j >= 0 {
-				field, v = field[:j], field[j+1:]
-			} else {
-				field, v = "", field
-			}
-			v = strings.TrimSpace(v)
-			if v == "" {
-				continue
-			}
-			a, ok := limit.ParseRemote(v)
-			if !ok {
-				return at, false
-			}
-			if !p.Trusts(a) {
-				return a, true
-			}
-			at = a
-		}
-	}
-	return at, true
 }
 
 // rightmost is the last non-empty comma-separated value of a header's
