@@ -9,9 +9,12 @@ package restore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/waisteer/waisteer/decision"
+	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
@@ -70,7 +73,8 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 	life := uint64(max(p.TTLs, p.MinTTLs))*1_000_000 + src.Grace
 	at := max(src.Clock(), lg.latest)
 	seen := map[report.Session]bool{}
-	counted := 0
+	rules := rules{src: src, ids: r.IDs}
+	counted, read := 0, 0
 	for end := lg.size; end > 0; {
 		start := max(0, end-restoreChunk)
 		es, err := src.Store.LogEntries(ctx, r.ID, start, end)
@@ -87,6 +91,11 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 			if err := ctx.Err(); err != nil {
 				return counted, err
 			}
+			if read++; read%yieldEvery == 0 {
+				// Beside steering: a request waiting for the core waits
+				// for a few decisions' recount, not a time slice's.
+				runtime.Gosched()
+			}
 			row, err := src.Store.Decision(ctx, e.Digest)
 			if errors.Is(err, store.ErrNotFound) {
 				continue
@@ -98,7 +107,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 				continue
 			}
 			seen[row.Session] = true
-			first, expires, ok, err := firstOf(ctx, src, row, r.IDs)
+			first, expires, ok, err := rules.firstOf(ctx, row)
 			if err != nil {
 				return counted, err
 			}
@@ -112,29 +121,66 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 	return counted, nil
 }
 
+// yieldEvery is how many decisions a recount reads between its yields to
+// the requests waiting for the core.
+const yieldEvery = 16
+
+// rules gives a stored decision's first pathway and expiry by the rule
+// (§6.1 to §6.5, decision.Recompute): the ranking of a policy, an
+// evidence snapshot and a window, made once for the decisions that share
+// them (those of one ranking, in a room's log), then its Decide on each
+// decision's report, session and loads.
+type rules struct {
+	src      Source
+	ids      []string
+	policy   sig.Hash
+	p        *policy.Policy
+	same     bool // the policy has the current one's pathways
+	evidence sig.Hash
+	ev       []evidence.Pathway
+	a, b     uint64
+	r        *decision.Ranking
+}
+
 // firstOf is the pathway a stored decision put first and its session's
 // expiry, when its policy has the current one's pathways (ok).
-func firstOf(ctx context.Context, src Source, row store.Decision, ids []string) (int, uint64, bool, error) {
-	p, err := src.PolicyOf(ctx, row.Policy)
-	if err != nil {
-		return 0, 0, false, err
+func (c *rules) firstOf(ctx context.Context, row store.Decision) (int, uint64, bool, error) {
+	if c.p == nil || row.Policy != c.policy {
+		p, err := c.src.PolicyOf(ctx, row.Policy)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		c.policy, c.p, c.same, c.ev, c.r = row.Policy, p, slices.Equal(p.IDs(), c.ids), nil, nil
 	}
-	if !slices.Equal(p.IDs(), ids) {
+	if !c.same {
 		return 0, 0, false, nil
 	}
-	body, err := src.Store.EvidenceSnapshot(ctx, row.Evidence)
-	if err != nil {
-		return 0, 0, false, err
+	if c.ev == nil || row.Evidence != c.evidence {
+		body, err := c.src.Store.EvidenceSnapshot(ctx, row.Evidence)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		ev, err := store.DecodeEvidence(body)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("decision %s: evidence %s: %w", row.Digest, row.Evidence, err)
+		}
+		c.evidence, c.ev, c.r = row.Evidence, ev, nil
 	}
-	b, err := store.Rebuild(p, row.Policy, row, body)
-	if err != nil {
-		return 0, 0, false, err
+	if len(c.ev) != len(c.p.Pathways) || len(row.Loads) != len(c.p.Pathways) {
+		return 0, 0, false, fmt.Errorf("decision %s: %d pathways of evidence and %d loads for a policy of %d", row.Digest, len(c.ev), len(row.Loads), len(c.p.Pathways))
 	}
-	d, err := decision.Parse(b)
-	if err != nil {
-		return 0, 0, false, err
+	if a, b := evidence.PolicyWindow(c.p, row.T); c.r == nil || a != c.a || b != c.b {
+		r, err := decision.NewRanking(c.p, c.policy, a, b, c.ev)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("decision %s: %w", row.Digest, err)
+		}
+		c.r, c.a, c.b = r, a, b
 	}
-	return int(d.Priority[0]), d.T + uint64(d.TTL)*1_000_000 + src.Grace, true, nil
+	o, err := c.r.Decide(row.Report, row.Session, row.Loads)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("decision %s: %w", row.Digest, err)
+	}
+	return int(o.Priority[0]), row.T + uint64(o.TTL)*1_000_000 + c.src.Grace, true, nil
 }
 
 // Room is what a restore reads of a room: its id, and the policy it
