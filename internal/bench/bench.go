@@ -52,6 +52,7 @@ type Options struct {
 	Generator                      string // GeneratorAuto, GeneratorWrk or GeneratorGo
 	Soak                           time.Duration
 	Audit, AuditSample             int // decisions to make then audit, and the audit's sample (issue 16)
+	StartupDecisions               int // the start-up's store (issue 30: 3.75 M)
 	Quick                          bool
 }
 
@@ -107,13 +108,15 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 // before the caller's flags change them; Finish completes them.
 func NewOptions(quick bool) Options {
 	o := Options{Duration: 10 * time.Second, Warmup: 3 * time.Second, Conns: []int{64, 256}, Players: 10000,
-		Pathways: []int{3, 32}, Engines: []string{serve.EngineFast, serve.EngineStd}, Generator: GeneratorAuto, IngestHops: 64}
+		Pathways: []int{3, 32}, Engines: []string{serve.EngineFast, serve.EngineStd}, Generator: GeneratorAuto, IngestHops: 64,
+		StartupDecisions: 3_750_000}
 	if quick {
 		o.Quick = true
 		o.Duration, o.Warmup, o.Ingest, o.Bare = time.Second, 300*time.Millisecond, 500*time.Millisecond, 100*time.Millisecond
 		o.EvidenceTime = 30 * time.Millisecond
 		o.Conns, o.Players, o.Pathways = []int{64}, 640, []int{3}
 		o.WindowSizes, o.Sessions, o.IngestPool = []int{100, 1000}, 10_000, [2]int{6000, 12800}
+		o.StartupDecisions = 100_000
 	}
 	return o
 }
@@ -146,6 +149,10 @@ func (o *Options) Finish() error {
 	}
 	if o.Players < 1 || o.Duration <= 0 || o.Warmup < 0 || o.Soak < 0 || o.IngestHops < 1 {
 		return fmt.Errorf("-players and -d must be positive")
+	}
+	// A TTL (300 s) holds at most one decision a µs.
+	if o.StartupDecisions < 1 || o.StartupDecisions > 300_000_000 {
+		return fmt.Errorf("-startup-decisions: %d is not a count of 1 to 300000000", o.StartupDecisions)
 	}
 	switch o.Generator {
 	case GeneratorAuto, GeneratorWrk, GeneratorGo:
