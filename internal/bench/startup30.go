@@ -53,7 +53,7 @@ type benchRecount struct {
 	recount    time.Duration // from the spawn to the status's restoring_loads false
 	rate       float64       // offered, a second
 	during     benchPhase    // paced while the recount ran
-	after      benchPhase    // paced after it, as long
+	after      benchPhase    // paced after it, as long (30 s at most, -d at least)
 	restoredOK bool          // the status said the recount ended
 }
 
@@ -138,7 +138,8 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 	}
 	slices.Sort(rc.during.latencies)
 	rc.during.pct = [3]time.Duration{quantile(rc.during.latencies, 0.5), quantile(rc.during.latencies, 0.99), quantile(rc.during.latencies, 0.999)}
-	rc.after = l.run(ctx, max(rc.during.elapsed, b.o.Duration), rate)
+	// As long after as it ran, up to 30 s (and at least -d).
+	rc.after = l.run(ctx, max(min(rc.during.elapsed, 30*time.Second), b.o.Duration), rate)
 	b.logf("start-up: the recount took %s; p99 %s while it ran (%d answers), %s after", benchDur(rc.recount), benchDur(rc.during.pct[1]), rc.during.answered, benchDur(rc.after.pct[1]))
 	return rc, ctx.Err()
 }
