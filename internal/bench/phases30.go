@@ -120,6 +120,7 @@ type benchPaced struct {
 	cpu             time.Duration // the server's over the phase
 	fraction        float64       // cpu / elapsed: the share of one core
 	p99             time.Duration // a POST's, from its due time
+	profiled        []string
 }
 
 // recordsPaced posts benchRecordsRate records a second for -d, one record
@@ -144,6 +145,7 @@ func (b *bencher) recordsPaced(ctx context.Context, s *benchReal) (*benchPaced, 
 	b.logf("records: %d at %.0f a second, one per POST, from %d connections", count, benchRecordsRate, conns)
 	interval := time.Duration(float64(conns) / benchRecordsRate * float64(time.Second))
 	path := r.recordsPath()
+	wait := b.profile(s.c, fmt.Sprintf("records-paced-%d", len(r.ids)), d, false)
 	c0, ok0 := s.c.cpu()
 	start := time.Now()
 	var mu sync.Mutex
@@ -189,6 +191,7 @@ func (b *bencher) recordsPaced(ctx context.Context, s *benchReal) (*benchPaced, 
 	wg.Wait()
 	pc.elapsed = time.Since(start)
 	c1, ok1 := s.c.cpu()
+	pc.profiled = wait()
 	pc.rate = float64(pc.records) / pc.elapsed.Seconds()
 	if ok0 && ok1 {
 		pc.cpu = c1 - c0

@@ -442,6 +442,7 @@ func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*bench
 		if run.paced, err = b.recordsPaced(ctx, s); err != nil {
 			return nil, err
 		}
+		run.profiled = append(run.profiled, run.paced.profiled...)
 	}
 	run.peakRSS = s.c.peakRSS()
 	return run, nil
