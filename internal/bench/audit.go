@@ -29,7 +29,7 @@ func (b *bencher) audit(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := b.startReal(ctx, r, serve.EngineFast)
+	s, err := b.startReal(ctx, r, serve.EngineFast, b.pin.serverCore(), nil, b.o.Conns)
 	if err != nil {
 		return err
 	}

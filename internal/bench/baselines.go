@@ -59,14 +59,30 @@ func benchFileSize(name string) int64 {
 // (its rows) and the bytes in use in the buckets that hold decisions (their
 // rows, the index by digest, the contexts and the evidence snapshots).
 func benchStored(path string) (uint64, float64, error) {
+	stored, inUse, _, err := benchStoredLogged(path)
+	return stored, inUse, err
+}
+
+// benchStoredLogged is benchStored with the leaves of the rooms' logs: the
+// sum of log_sizes (a server that stopped cleanly has written every
+// pending leaf).
+func benchStoredLogged(path string) (uint64, float64, uint64, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer db.Close()
-	var stored uint64
+	var stored, leaves uint64
 	var inUse int
 	err = db.View(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket([]byte("log_sizes")); bk != nil {
+			bk.ForEach(func(_, v []byte) error {
+				if len(v) == 8 {
+					leaves += binary.BigEndian.Uint64(v)
+				}
+				return nil
+			})
+		}
 		for _, name := range []string{"decisions", "decision_digests", "decision_runs", "decision_run_list", "contexts", "context_ids", "snapshots", "snapshot_bodies", "log_tiles", "log_sizes", "key_epochs"} {
 			bk := tx.Bucket([]byte(name))
 			if bk == nil {
@@ -80,7 +96,7 @@ func benchStored(path string) (uint64, float64, error) {
 		}
 		return nil
 	})
-	return stored, float64(inUse), err
+	return stored, float64(inUse), leaves, err
 }
 
 // benchBare is the CPU time of one bare Ed25519 signature of msg

@@ -1,5 +1,6 @@
 // Package bench is `waisteer bench`: it measures the steering server on
-// this machine and prints one report against issue 14's table and goals:
+// this machine and prints one report against issue 30's table and goals
+// (goals.go: each a ratio beside the signing floor, and whether it holds):
 // the real server (`waisteer bench serve`, which is `waisteer serve` with
 // an optional profiling listener) on its bbolt store behind each HTTP
 // engine, over rooms of 3 and 32 pathways, at 64 and 256 connections; in
@@ -10,10 +11,15 @@
 // own process with its hops posting. Each server is a child process,
 // pinned to core 0 where the machine allows, so that its CPU time is read
 // from /proc apart from the load generator's (wrk where it is installed,
-// else the Go generator of load.go).
+// else the Go generator of load.go). Issue 30 added the server on two
+// cores (phases30.go), the floor paced at each server's half rate, records
+// paced at 1 000 a second, a start-up on a store built through the store
+// API with the recount's p99 (startup30.go), and the cost per stage from a
+// CPU profile (pprof.go, stages.go).
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -51,7 +57,10 @@ type Options struct {
 	Profile                        string
 	Generator                      string // GeneratorAuto, GeneratorWrk or GeneratorGo
 	Soak                           time.Duration
-	Audit, AuditSample             int // decisions to make then audit, and the audit's sample (issue 16)
+	Audit, AuditSample             int    // decisions to make then audit, and the audit's sample (issue 16)
+	StartupDecisions               int    // the start-up's store (issue 30: 3.75 M)
+	Results                        string // a results file whose run (or soak) section gets the report (results.go)
+	Command                        string // the command line, for the results file
 	Quick                          bool
 }
 
@@ -86,19 +95,25 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 	if o.Audit > 0 {
 		return b.audit(ctx, stdout)
 	}
+	var out bytes.Buffer
+	section := ResultsRun
 	if o.Soak > 0 {
-		s, err := b.soak(ctx, stdout)
+		section = ResultsSoak
+		s, err := b.soak(ctx, io.MultiWriter(stdout, &out))
 		if err != nil {
 			return err
 		}
-		s.write(stdout)
-		return nil
+		s.write(io.MultiWriter(stdout, &out))
+	} else {
+		rep, err := b.run(ctx)
+		if err != nil {
+			return err
+		}
+		rep.write(io.MultiWriter(stdout, &out))
 	}
-	rep, err := b.run(ctx)
-	if err != nil {
-		return err
+	if o.Results != "" {
+		return writeResults(o.Results, section, o.Command, time.Since(b.began), out.Bytes())
 	}
-	rep.write(stdout)
 	return nil
 }
 
@@ -107,13 +122,15 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 // before the caller's flags change them; Finish completes them.
 func NewOptions(quick bool) Options {
 	o := Options{Duration: 10 * time.Second, Warmup: 3 * time.Second, Conns: []int{64, 256}, Players: 10000,
-		Pathways: []int{3, 32}, Engines: []string{serve.EngineFast, serve.EngineStd}, Generator: GeneratorAuto, IngestHops: 64}
+		Pathways: []int{3, 32}, Engines: []string{serve.EngineFast, serve.EngineStd}, Generator: GeneratorAuto, IngestHops: 64,
+		StartupDecisions: 3_750_000}
 	if quick {
 		o.Quick = true
 		o.Duration, o.Warmup, o.Ingest, o.Bare = time.Second, 300*time.Millisecond, 500*time.Millisecond, 100*time.Millisecond
 		o.EvidenceTime = 30 * time.Millisecond
 		o.Conns, o.Players, o.Pathways = []int{64}, 640, []int{3}
 		o.WindowSizes, o.Sessions, o.IngestPool = []int{100, 1000}, 10_000, [2]int{6000, 12800}
+		o.StartupDecisions = 100_000
 	}
 	return o
 }
@@ -146,6 +163,10 @@ func (o *Options) Finish() error {
 	}
 	if o.Players < 1 || o.Duration <= 0 || o.Warmup < 0 || o.Soak < 0 || o.IngestHops < 1 {
 		return fmt.Errorf("-players and -d must be positive")
+	}
+	// A TTL (300 s) holds at most one decision a µs.
+	if o.StartupDecisions < 1 || o.StartupDecisions > 300_000_000 {
+		return fmt.Errorf("-startup-decisions: %d is not a count of 1 to 300000000", o.StartupDecisions)
 	}
 	switch o.Generator {
 	case GeneratorAuto, GeneratorWrk, GeneratorGo:

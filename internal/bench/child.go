@@ -38,6 +38,9 @@ func ServeChild(ctx context.Context, stop func(), stdout, stderr io.Writer, cfgF
 		return err
 	}
 	cfg.Server.Logger = logger
+	// Under taskset the runtime sizes GOMAXPROCS from the affinity: bench
+	// prints the child's own, not its.
+	fmt.Fprintf(stdout, "gomaxprocs %d\n", runtime.GOMAXPROCS(0))
 	if pprofAddr != "" {
 		u, err := benchProfiles(ctx, pprofAddr)
 		if err != nil {
@@ -132,7 +135,7 @@ func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, sig
 		ErrorLog: slog.NewLogLogger(slog.NewTextHandler(stderr, nil), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(stdout, "ready http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "gomaxprocs %d\nready http://%s\n", runtime.GOMAXPROCS(0), ln.Addr())
 	select {
 	case err := <-served:
 		return err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ type benchChild struct {
 	cmd    *exec.Cmd
 	addr   string // host:port
 	pprof  string // host:port of its profiling listener, or ""
+	procs  int    // its GOMAXPROCS, as it printed it (0: not printed)
 	path   string // the demo's steering route
 	stderr *benchTail
 	done   chan error
@@ -58,9 +60,12 @@ func (b *bencher) start(ctx context.Context, args ...string) (*benchChild, error
 	return b.startChild(ctx, benchReady, args...)
 }
 
-// benchReady reads bench serve's and bench plain's lines: "pprof URL"
-// when it profiles, then "ready URL".
+// benchReady reads bench serve's and bench plain's lines: "gomaxprocs
+// N", "pprof URL" when it profiles, then "ready URL".
 func benchReady(c *benchChild, line string) {
+	if v, ok := strings.CutPrefix(line, "gomaxprocs "); ok {
+		c.procs, _ = strconv.Atoi(v)
+	}
 	if u, ok := strings.CutPrefix(line, "pprof http://"); ok {
 		c.pprof = u
 	}
@@ -73,11 +78,23 @@ func benchReady(c *benchChild, line string) {
 // pinned, and gives each line it prints to ready until ready has set the
 // child's address.
 func (b *bencher) startChild(ctx context.Context, ready func(*benchChild, string), args ...string) (*benchChild, error) {
+	return b.startChildOn(ctx, ready, b.pin.serverCore(), nil, args...)
+}
+
+// startChildOn is startChild on the cpu list cpus (when pinned), with env
+// added to the child's environment.
+func (b *bencher) startChildOn(ctx context.Context, ready func(*benchChild, string), cpus string, env []string, args ...string) (*benchChild, error) {
 	cmd, err := Spawn(args...)
 	if err != nil {
 		return nil, err
 	}
-	cmd = b.pin.wrap(cmd, b.pin.serverCore())
+	if len(env) > 0 {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, env...)
+	}
+	cmd = b.pin.wrap(cmd, cpus)
 	c := &benchChild{cmd: cmd, stderr: &benchTail{}, done: make(chan error, 1)}
 	cmd.Stderr = c.stderr
 	out, err := cmd.StdoutPipe()
@@ -236,9 +253,15 @@ func benchFetch(addr, path, name string) error {
 }
 
 // benchGet fetches target from the server at addr, which must answer 200.
+// A CPU profile's answer begins only once its seconds are over, so
+// neither the whole exchange nor the wait for the answer's header is
+// bounded by the client's usual 15 s (client.New).
 func benchGet(ctx context.Context, addr, target string) ([]byte, error) {
 	c := client.New()
-	c.HTTP.Timeout = 15 * time.Minute // a CPU profile takes as long as it was asked to
+	c.HTTP.Timeout = 15 * time.Minute
+	if t, ok := c.HTTP.Transport.(*http.Transport); ok {
+		t.ResponseHeaderTimeout = 15 * time.Minute
+	}
 	return c.Get(ctx, "http://"+addr+target, 1<<30)
 }
 

@@ -25,6 +25,7 @@ type benchDemo struct {
 	sat, half benchServed
 	records   uint64 // records its hops had accepted over the phases
 	stored    uint64 // the store's decisions once it stopped
+	leaves    uint64 // its log's leaves then
 	answered  uint64 // its steering route's 200s over its life
 }
 
@@ -43,7 +44,9 @@ func demoReady(c *benchChild, line string) {
 	}
 }
 
-func (b *bencher) demo(ctx context.Context) (*benchDemo, error) {
+// demo measures the demo saturated, then paced at rate (issue 30: the
+// same offered rate as serve's half-rate phase, to compare their p99s).
+func (b *bencher) demo(ctx context.Context, rate float64) (*benchDemo, error) {
 	dir := filepath.Join(b.tmp, "demo")
 	c, err := b.startChild(ctx, demoReady, "demo", "-listen", "127.0.0.1:0", "-dir", dir)
 	if err != nil {
@@ -82,7 +85,7 @@ func (b *bencher) demo(ctx context.Context) (*benchDemo, error) {
 	if d.sat, err = b.served(s); err != nil {
 		return nil, err
 	}
-	if d.half, err = b.pace(ctx, s, d.sat.rate/2); err != nil {
+	if d.half, err = b.pace(ctx, s, rate); err != nil {
 		return nil, err
 	}
 	after, _ := settledCounts(c.addr)
@@ -94,7 +97,7 @@ func (b *bencher) demo(ctx context.Context) (*benchDemo, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.stored, _, err = benchStored(filepath.Join(dir, "data", serve.StoreFile))
+	d.stored, _, d.leaves, err = benchStoredLogged(filepath.Join(dir, "data", serve.StoreFile))
 	return d, err
 }
 
@@ -110,32 +113,41 @@ type benchStartup struct {
 // is storeFile) on a port chosen beforehand, so that the clock runs from
 // the spawn, and asks its steering route every 2 ms until it answers 200.
 func (b *bencher) startup(ctx context.Context, cfgFile, path, storeFile string) (*benchStartup, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	st, c, err := b.startupChild(ctx, cfgFile, path, storeFile)
 	if err != nil {
 		return nil, err
+	}
+	return st, c.stop()
+}
+
+// startupChild is startup, leaving the server running.
+func (b *bencher) startupChild(ctx context.Context, cfgFile, path, storeFile string) (*benchStartup, *benchChild, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
 	cfg, err := os.ReadFile(cfgFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg = []byte(strings.Replace(string(cfg), `listen = "127.0.0.1:0"`, fmt.Sprintf("listen = %q", addr), 1))
 	restart := filepath.Join(filepath.Dir(cfgFile), "serve-restart.toml")
 	if err := os.WriteFile(restart, cfg, 0o600); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st := &benchStartup{bytes: benchFileSize(storeFile)}
 	cmd, err := Spawn("bench", "serve", "-c", restart)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd = b.pin.wrap(cmd, b.pin.serverCore())
 	c := &benchChild{cmd: cmd, addr: addr, stderr: &benchTail{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = io.Discard, c.stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	go func() { c.done <- cmd.Wait() }()
 	hc := &http.Client{Timeout: 5 * time.Second}
@@ -151,18 +163,18 @@ func (b *bencher) startup(ctx context.Context, cfgFile, path, storeFile string) 
 		}
 		if time.Since(start) > 60*time.Second {
 			c.kill()
-			return nil, fmt.Errorf("no 200 in 60 s: %v: %s", err, c.stderr)
+			return nil, nil, fmt.Errorf("no 200 in 60 s: %v: %s", err, c.stderr)
 		}
 		select {
 		case err := <-c.done:
-			return nil, fmt.Errorf("the server exited: %v: %s", err, c.stderr)
+			return nil, nil, fmt.Errorf("the server exited: %v: %s", err, c.stderr)
 		case <-ctx.Done():
 			c.kill()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
 	st.took = time.Since(start)
 	b.logf("start-up: %s to the first 200", benchDur(st.took))
-	return st, c.stop()
+	return st, c, nil
 }

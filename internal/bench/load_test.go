@@ -253,3 +253,20 @@ func TestPinSelf(t *testing.T) {
 		t.Errorf("affinity %#x after, %#x before", after[0], before[0])
 	}
 }
+
+// TestBenchGetWaitsForAProfile: a CPU profile's answer begins only once its
+// seconds are over; benchGet waits for it past client.New's 15 s wait for
+// an answer's header (perf-findings: `bench -d 10s -profile` asked a
+// 30 s profile and failed with "timeout awaiting response headers").
+func TestBenchGetWaitsForAProfile(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(16 * time.Second)
+		io.WriteString(w, "profile")
+	}))
+	defer srv.Close()
+	b, err := benchGet(context.Background(), srv.Listener.Addr().String(), "/debug/pprof/profile?seconds=16")
+	if err != nil || string(b) != "profile" {
+		t.Errorf("%q %v", b, err)
+	}
+}

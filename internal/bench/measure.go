@@ -61,6 +61,7 @@ type benchServer struct {
 	script  string // the load's wrk script, "" to drive it from Go alone
 	metrics bool   // the server has /metrics (waisteer's servers, not the plain ones)
 	conns   int
+	cores   int // the cores its child may run on; 0: serverCores
 
 	answered uint64
 	elapsed  time.Duration
@@ -236,7 +237,7 @@ func (b *bencher) served(s *benchServer) (benchServed, error) {
 	}
 	if s.cpuOK {
 		out.cpu = s.cpu / time.Duration(n)
-		out.busy = s.cpu.Seconds() / s.elapsed.Seconds() / float64(b.serverCores())
+		out.busy = s.cpu.Seconds() / s.elapsed.Seconds() / float64(b.coresOf(s))
 	}
 	out.gen = s.gen / time.Duration(s.answered)
 	if s.script != "" {
@@ -245,7 +246,7 @@ func (b *bencher) served(s *benchServer) (benchServed, error) {
 		slices.Sort(s.lat)
 		out.pct = [3]time.Duration{quantile(s.lat, 0.50), quantile(s.lat, 0.99), quantile(s.lat, 0.999)}
 	}
-	*s = benchServer{name: s.name, c: s.c, l: s.l, script: s.script, metrics: s.metrics, conns: s.conns, cpuOK: true}
+	*s = benchServer{name: s.name, c: s.c, l: s.l, script: s.script, metrics: s.metrics, conns: s.conns, cores: s.cores, cpuOK: true}
 	return out, nil
 }
 
@@ -257,6 +258,14 @@ func (b *bencher) serverCores() int {
 	return runtime.NumCPU()
 }
 
+// coresOf are the cores s's child may run on.
+func (b *bencher) coresOf(s *benchServer) int {
+	if s.cores > 0 {
+		return s.cores
+	}
+	return b.serverCores()
+}
+
 // pace is a phase paced at rate by the Go generator, for the latency.
 func (b *bencher) pace(ctx context.Context, s *benchServer, rate float64) (benchServed, error) {
 	ph, cpu, gen, ok, check, err := b.phase(ctx, s, b.o.Duration, rate)
@@ -264,7 +273,7 @@ func (b *bencher) pace(ctx context.Context, s *benchServer, rate float64) (bench
 	if ph.answered > 0 {
 		if ok {
 			out.cpu = cpu / time.Duration(ph.answered)
-			out.busy = cpu.Seconds() / ph.elapsed.Seconds() / float64(b.serverCores())
+			out.busy = cpu.Seconds() / ph.elapsed.Seconds() / float64(b.coresOf(s))
 		}
 		out.gen = gen / time.Duration(ph.answered)
 	}

@@ -78,6 +78,23 @@ func (p *benchPin) pinSelf() error {
 	return setAllThreads(mask)
 }
 
+// widen gives this process every core it had until the returned func
+// pins it again on the generator's cores: work of its own (building a
+// store) that no server's figure is read beside.
+func (p *benchPin) widen() (again func()) {
+	if !p.on || p.saved == nil || p.restored {
+		return func() {}
+	}
+	setAllThreads(p.saved)
+	return func() {
+		mask := make([]uint64, len(p.saved))
+		for c := 1; c < p.ncpu; c++ {
+			mask[c/64] |= 1 << (c % 64)
+		}
+		setAllThreads(mask)
+	}
+}
+
 // unpinSelf gives this process back the affinity it had.
 func (p *benchPin) unpinSelf() {
 	if p.saved != nil && !p.restored {

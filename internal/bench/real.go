@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,21 +23,23 @@ import (
 
 // benchReport is everything one run measured.
 type benchReport struct {
-	o         Options
-	machine   []string
-	loadAvg   [2]string
-	when      time.Time
-	fsync     time.Duration
-	generator string
-	pinned    bool
-	wrk       bool
-	rooms     []*benchRoomRun
-	plain     benchServed // (b), saturated at the least count of connections
-	plainHalf benchServed
-	demo      *benchDemo
-	startup   *benchStartup
-	evidence  []benchEvidence
-	sessions  []benchSessions
+	o          Options
+	machine    []string
+	loadAvg    [2]string
+	when       time.Time
+	fsync      time.Duration
+	generator  string
+	pinned     bool
+	wrk        bool
+	rooms      []*benchRoomRun
+	plain      benchServed // (b), saturated at the least count of connections
+	plainHalf  benchServed
+	demo       *benchDemo
+	recount    *benchRecount
+	recountRef *benchRealRun // the run whose half rate the start-up's phases are paced at
+	demoRef    *benchRealRun // the run whose half rate the demo's half-rate phase is paced at
+	evidence   []benchEvidence
+	sessions   []benchSessions
 }
 
 // benchRoomRun is one room: the real server behind each engine, and the
@@ -48,9 +51,9 @@ type benchRoomRun struct {
 	runs                         []*benchRealRun
 	floor                        map[int]*benchServer // (c), by connections
 	floorSat                     map[int]*benchServed // (c) saturated
-	floorHalf                    benchServed
-	bare, bareAll                time.Duration // (a)
-	check                        time.Duration // a record's parse and check, its signature's verification
+	twoCores                     []*benchRealRun      // the first room's: each engine on two cores (issue 30)
+	bare, bareAll                time.Duration        // (a)
+	check                        time.Duration        // a record's parse and check, its signature's verification
 }
 
 // benchRealRun is the real server behind one engine over one room.
@@ -61,11 +64,17 @@ type benchRealRun struct {
 	dir, path  string               // its files' directory, and the path of server_uri
 	sat        map[int]*benchServed // by connections
 	half       benchServed          // paced at half the rate saturated at the least connections
+	floorHalf  benchServed          // (c) paced at the same offered rate as half, right after it (issue 30)
+	cores      int                  // the cores its child ran on (1 pinned to core 0; 2 the two-core phase)
+	procs      int                  // its child's GOMAXPROCS, as it printed it
+	stages     *benchStages         // the cost per decision by stage, from a CPU profile of a saturated turn of its own
+	paced      *benchPaced          // records at 1 000 a second (issue 30)
 	groupSize  float64
 	bytesInUse float64 // per decision, in the decision buckets
 	fileBytes  float64 // per decision, the file's growth while steering
 	fileSize   int64
 	stored     uint64 // the store's decisions once the server stopped
+	leaves     uint64 // its log's leaves then
 	answered   uint64 // its steering route's 200s over its life
 	received   uint64 // the manifests the generators read
 	peakRSS    int64
@@ -96,23 +105,19 @@ func (b *bencher) run(ctx context.Context) (*benchReport, error) {
 	}
 	b.logf("the demo, its own process")
 	var err error
-	if rep.demo, err = b.demo(ctx); err != nil {
+	rep.demoRef = rep.rooms[0].runs[0]
+	if fast := rep.rooms[0].engine(serve.EngineFast); fast != nil {
+		rep.demoRef = fast
+	}
+	if rep.demo, err = b.demo(ctx, rep.demoRef.sat[b.o.halfConns()].rate/2); err != nil {
 		return nil, fmt.Errorf("the demo: %w", err)
 	}
-	// Start-up on the biggest store the run left.
-	var biggest *benchRealRun
-	for _, room := range rep.rooms {
-		for _, run := range room.runs {
-			if biggest == nil || run.fileSize > biggest.fileSize {
-				biggest = run
-			}
-		}
-	}
-	b.logf("start-up on the store of %d pathways behind %s (%d decisions)", biggest.n, biggest.engine, biggest.stored)
-	if rep.startup, err = b.startup(ctx, filepath.Join(biggest.dir, "serve.toml"), biggest.path, biggest.storeFile); err != nil {
+	// Start-up on a big store, paced at serve's half-rate phase's offered
+	// rate (fasthttp's, of the first room).
+	rep.recountRef = rep.demoRef
+	if rep.recount, err = b.bigStartup(ctx, rep.demoRef.sat[b.o.halfConns()].rate/2); err != nil {
 		return nil, fmt.Errorf("start-up: %w", err)
 	}
-	rep.startup.decisions = biggest.stored
 	b.pin.unpinSelf() // what follows runs in this process alone
 	b.logf("evidence update and memory per session")
 	for _, w := range b.o.WindowSizes {
@@ -148,7 +153,7 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 	}()
 	for ei, engine := range b.o.Engines {
 		b.logf("steering, %d pathways, behind %s", n, engine)
-		s, err := b.startReal(ctx, r, engine)
+		s, err := b.startReal(ctx, r, engine, b.pin.serverCore(), nil, b.o.Conns)
 		if err != nil {
 			return nil, err
 		}
@@ -199,8 +204,14 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 			return nil, fmt.Errorf("behind %s: %w", engine, err)
 		}
 		room.runs = append(room.runs, run)
+		if first {
+			two, err := b.twoCores(ctx, r, engine, run)
+			if err != nil {
+				return nil, fmt.Errorf("behind %s on two cores: %w", engine, err)
+			}
+			room.twoCores = append(room.twoCores, two)
+		}
 	}
-	hc := b.o.halfConns()
 	room.floorSat = map[int]*benchServed{}
 	for _, c := range b.o.Conns {
 		fs, err := b.served(room.floor[c])
@@ -208,9 +219,6 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 			return nil, err
 		}
 		room.floorSat[c] = &fs
-	}
-	if room.floorHalf, err = b.pace(ctx, room.floor[hc], room.floorSat[hc].rate/2); err != nil {
-		return nil, fmt.Errorf("the signing floor: %w", err)
 	}
 	if plain != nil {
 		if rep.plain, err = b.served(plain); err != nil {
@@ -272,7 +280,7 @@ func (s *benchReal) close() {
 // startReal starts bench serve over r behind engine on a fresh store,
 // gives it a full window of records and has its hops post each period,
 // then primes a load for each count of connections and warms it up.
-func (b *bencher) startReal(ctx context.Context, r *benchRoom, engine string) (*benchReal, error) {
+func (b *bencher) startReal(ctx context.Context, r *benchRoom, engine, cpus string, env []string, conns []int) (*benchReal, error) {
 	dir, err := os.MkdirTemp(b.tmp, fmt.Sprintf("room-%d-", len(r.ids)))
 	if err != nil {
 		return nil, err
@@ -281,11 +289,9 @@ func (b *bencher) startReal(ctx context.Context, r *benchRoom, engine string) (*
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"bench", "serve", "-c", cfg}
-	if b.o.Profile != "" {
-		args = append(args, "-pprof", "127.0.0.1:0")
-	}
-	c, err := b.start(ctx, args...)
+	// Always a profiling listener: the cost per stage is read from a CPU
+	// profile (stages.go).
+	c, err := b.startChildOn(ctx, benchReady, cpus, env, "bench", "serve", "-c", cfg, "-pprof", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +301,7 @@ func (b *bencher) startReal(ctx context.Context, r *benchRoom, engine string) (*
 		return nil, err
 	}
 	s.fileBefore = benchFileSize(s.storeFile())
-	for _, conns := range b.o.Conns {
+	for _, conns := range conns {
 		l := newBenchLoad(c.addr, r.path, r.ids, r.initial, conns, b.o.Players)
 		if err := l.prime(ctx); err != nil {
 			s.close()
@@ -306,7 +312,7 @@ func (b *bencher) startReal(ctx context.Context, r *benchRoom, engine string) (*
 			return nil, err
 		}
 	}
-	if err := b.warm(ctx, s.loads[b.o.halfConns()]); err != nil {
+	if err := b.warm(ctx, s.loads[slices.Min(conns)]); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -394,7 +400,7 @@ func (b *bencher) decisionOf(ctx context.Context, s *benchReal, room *benchRoomR
 // least count), then paced at half the rate at the least count; with
 // records, the records phases.
 func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*benchServer, plain *benchServer, records bool) (*benchRealRun, error) {
-	run := &benchRealRun{n: len(s.r.ids), engine: s.engine, storeFile: s.storeFile(), dir: s.dir, path: s.r.path, sat: map[int]*benchServed{}}
+	run := &benchRealRun{n: len(s.r.ids), engine: s.engine, storeFile: s.storeFile(), dir: s.dir, path: s.r.path, sat: map[int]*benchServed{}, cores: 1, procs: s.c.procs}
 	hc := b.o.halfConns()
 	g0, _ := benchGroups(s.c.addr)
 	for _, conns := range b.o.Conns {
@@ -402,15 +408,8 @@ func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*bench
 		if plain != nil && conns == hc {
 			turns = append(turns, plain)
 		}
-		var wait func() []string
-		if conns == hc {
-			wait = b.profile(s.c, fmt.Sprintf("steer-%d-%s", run.n, benchFileName(s.engine)), time.Duration(len(turns))*b.o.Duration, true)
-		}
 		if err := b.saturate(ctx, b.o.Duration, turns...); err != nil {
 			return nil, err
-		}
-		if wait != nil {
-			run.profiled = append(run.profiled, wait()...)
 		}
 		sat, err := b.served(s.loads[conns])
 		if err != nil {
@@ -423,15 +422,27 @@ func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*bench
 		run.groupSize = (g1[0] - g0[0]) / max(g1[1]-g0[1], 1)
 	}
 	var err error
+	if run.stages, err = b.profiledTurn(ctx, s, run); err != nil {
+		return nil, err
+	}
 	if run.half, err = b.pace(ctx, s.loads[hc], run.sat[hc].rate/2); err != nil {
 		return nil, err
 	}
 	b.logf("at half rate (%s/s): p50 %s, p99 %s", benchRate(run.half.rate), benchDur(run.half.pct[0]), benchDur(run.half.pct[1]))
+	// Issue 30: the floor's p99 at the same offered rate, right after.
+	if run.floorHalf, err = b.pace(ctx, floors[hc], run.sat[hc].rate/2); err != nil {
+		return nil, fmt.Errorf("the signing floor at the same offered rate: %w", err)
+	}
+	b.logf("(c) at the same offered rate: p50 %s, p99 %s", benchDur(run.floorHalf.pct[0]), benchDur(run.floorHalf.pct[1]))
 	if records {
 		run.ingest, err = b.records(ctx, s, run)
 		if err != nil {
 			return nil, err
 		}
+		if run.paced, err = b.recordsPaced(ctx, s); err != nil {
+			return nil, err
+		}
+		run.profiled = append(run.profiled, run.paced.profiled...)
 	}
 	run.peakRSS = s.c.peakRSS()
 	return run, nil
@@ -493,7 +504,7 @@ func (s *benchReal) finish(run *benchRealRun) error {
 		return err
 	}
 	run.fileSize = benchFileSize(s.storeFile())
-	run.stored, run.bytesInUse, err = benchStored(s.storeFile())
+	run.stored, run.bytesInUse, run.leaves, err = benchStoredLogged(s.storeFile())
 	if err != nil {
 		return err
 	}

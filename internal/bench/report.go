@@ -12,19 +12,6 @@ import (
 	"time"
 )
 
-// Goals of issue 14.
-const (
-	benchGoalRate    = 1.0                   // durable signed decisions/s >= 1.0 x the signing floor's
-	benchGoalBusy    = 0.90                  // the server's core saturated at saturation
-	benchGoalCPU     = 1.5                   // CPU per decision <= 1.5 x a bare signature of its bytes
-	benchGoalEngines = 1.25                  // net/http's CPU per decision <= 1.25 x fasthttp's
-	benchGoalHalfP99 = 5 * time.Millisecond  // p99 at half the saturated rate
-	benchGoalSatP99  = 20 * time.Millisecond // p99 at saturation, at the least connections
-	benchGoalDemoP99 = 10 * time.Millisecond // the demo's p99 under that load, strictly under
-	benchGoalRecords = 15_000.0              // records/s, one per POST, from 64 hops
-	benchGoalStartup = time.Second           // from spawn to the first 200, on the run's biggest store
-)
-
 func (r *benchReport) write(w io.Writer) {
 	o := r.o
 	hc := o.halfConns()
@@ -38,6 +25,7 @@ func (r *benchReport) write(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "pinning      none (fewer than 2 cores, or no taskset): the servers and the generator share the cores")
 	}
+	fmt.Fprintf(w, "servers      GOMAXPROCS %s (the server children's own, as each printed it: the runtime sizes it from taskset's cores)\n", r.procs())
 	fmt.Fprintf(w, "load         %d players per load on keep-alive HTTP/1.1 over loopback, %s connections;\n", benchPlayersOf(o.Players, hc), benchInts(o.Conns))
 	if r.wrk {
 		fmt.Fprintln(w, "             wrk replays each player's RELOAD-URI (its session) with an HLS report (_HLS_pathway, _HLS_throughput);")
@@ -46,14 +34,14 @@ func (r *benchReport) write(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "             players: half HLS, half DASH reports; a quarter with CMCD (query or header); 1 in 8 at the floor tier")
 	}
-	fmt.Fprintf(w, "             each server: %s warm-up, %s saturated (closed loop, in turns of at most %s with the signing floor), %s paced at half that rate (%d connections)\n", o.Warmup, o.Duration, benchRound, o.Duration, hc)
+	fmt.Fprintf(w, "             each server: %s warm-up, %s saturated (closed loop, in turns of at most %s with the signing floor), %s paced at half that rate (%d connections),\n", o.Warmup, o.Duration, benchRound, o.Duration, hc)
+	fmt.Fprintln(w, "             then the signing floor paced at that same offered rate")
 	if o.Quick {
 		fmt.Fprintln(w, "             -quick: phases of about a second; the ratios are rough")
 	}
 	fmt.Fprintln(w)
 
-	// The table of issue 14.
-	fmt.Fprintln(w, "Issue 14's table: saturated, closed loop; latency at saturation; CPU of the server's process per request")
+	fmt.Fprintln(w, "Issue 30's table: saturated, closed loop; latency at saturation; CPU of the server's process per request")
 	row := func(name string, conns int, s *benchServed) {
 		fmt.Fprintf(w, "  %-62s %5d %9s/s %10s %10s %10s   %4.2f\n", name, conns, benchRate(s.rate), benchDur(s.pct[0]), benchDur(s.pct[1]), benchDur(s.cpu), s.busy)
 	}
@@ -81,21 +69,33 @@ func (r *benchReport) write(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "At half the saturated rate (paced by the Go generator from each request's due time, %d connections)\n", hc)
+	fmt.Fprintf(w, "At half the saturated rate (paced by the Go generator from each request's due time, %d connections); the floor at the same offered rate, right after\n", hc)
 	half := func(name string, s *benchServed) {
 		fmt.Fprintf(w, "  %-62s %9s/s  p50 %10s  p99 %10s  p999 %10s\n", name, benchRate(s.rate), benchDur(s.pct[0]), benchDur(s.pct[1]), benchDur(s.pct[2]))
 	}
 	half("(b) plain net/http, fixed manifest", &r.plainHalf)
 	for _, room := range r.rooms {
-		half(fmt.Sprintf("(c) the signing floor, %d pathways' decision", room.n), &room.floorHalf)
 		for _, run := range room.runs {
 			half(fmt.Sprintf("waisteer serve (%s), %d pathways", run.engine, run.n), &run.half)
+			half("  (c) the signing floor at that offered rate", &run.floorHalf)
 		}
 	}
-	if r.demo != nil {
-		half("waisteer demo", &r.demo.half)
+	if r.demo != nil && r.demoRef != nil {
+		half(fmt.Sprintf("waisteer demo, at serve's (%s, %d pathways) offered rate", r.demoRef.engine, r.demoRef.n), &r.demo.half)
 	}
 	fmt.Fprintln(w)
+
+	if len(r.rooms) > 0 && len(r.rooms[0].twoCores) > 0 {
+		room := r.rooms[0]
+		fmt.Fprintf(w, "Two cores: serve on cores 0 and 1 (taskset -c %s) with GOMAXPROCS=2, a fresh store, saturated alone at %d connections;\n", benchTwoCores, hc)
+		fmt.Fprintln(w, "  the load generator then shares core 1 with it (pinned as before): its rate is not the one-core phase's, its CPU per decision is the server's own")
+		for _, two := range room.twoCores {
+			one := room.engine(two.engine)
+			fmt.Fprintf(w, "  %-62s %9s/s  p99 %10s  CPU/req %10s (one core: %s)  cores busy %.2f of 2  GOMAXPROCS %d\n", fmt.Sprintf("waisteer serve (%s), %d pathways", two.engine, two.n),
+				benchRate(two.sat[hc].rate), benchDur(two.sat[hc].pct[1]), benchDur(two.sat[hc].cpu), benchDur(one.sat[hc].cpu), two.sat[hc].busy, two.procs)
+		}
+		fmt.Fprintln(w)
+	}
 
 	var runs []*benchRealRun
 	for _, room := range r.rooms {
@@ -124,14 +124,139 @@ func (r *benchReport) write(w io.Writer) {
 	fmt.Fprintln(w, "   file growth: the bbolt file's, over the steering phases)")
 	fmt.Fprintln(w)
 
-	fmt.Fprintln(w, "Baselines, same run, same machine")
-	for _, room := range r.rooms {
-		fmt.Fprintf(w, "  (a) bare Ed25519 of the %d-pathway decision (%d bytes signed): %s CPU; on every core at once %s\n", room.n, len(room.msg), benchDur(room.bare), benchDur(room.bareAll))
+	fmt.Fprintf(w, "Cost per decision by stage: a CPU profile of a saturated turn of its own (%d conns, after the measured turns; the profiler's cost is in no table above),\n", hc)
+	fmt.Fprintln(w, "  each sample charged to the first stage one of its frames matches, in this order; CPU samples over the turn's decisions")
+	for _, run := range runs {
+		if run.stages == nil {
+			fmt.Fprintf(w, "  %d pathways, %s: no profile\n", run.n, run.engine)
+			continue
+		}
+		run.stages.write(w, fmt.Sprintf("%d pathways, %s", run.n, run.engine), r.fsync, run.groupSize)
 	}
 	fmt.Fprintln(w)
 
+	fmt.Fprintln(w, "Baselines, same run, same machine")
+	for _, room := range r.rooms {
+		fmt.Fprintf(w, "  (a) bare Ed25519 of the %d-pathway decision (%d bytes signed): %s CPU; on every core at once %s\n", room.n, len(room.msg), benchDur(room.bare), benchDur(room.bareAll))
+		for _, run := range room.runs {
+			fmt.Fprintf(w, "      %s's CPU per decision / (a) = %.2f; the floor (c)'s CPU per answer / (a) = %.2f\n", run.engine,
+				benchRatio(run.sat[hc].cpu.Seconds(), room.bare.Seconds()), benchRatio(room.floorSat[hc].cpu.Seconds(), room.bare.Seconds()))
+		}
+	}
+	fmt.Fprintln(w)
+
+	lost, phases, storesOK := r.writeLost(w, runs)
+
+	fmt.Fprintf(w, "Records in: POST /v1/rooms/{room}/records from %d hops at once, each record's signature checked, stored durably before the answer\n", o.IngestHops)
+	for _, room := range r.rooms {
+		fmt.Fprintf(w, "  (a') a record's parse and check (its signature verified), %d pathways' room, one thread: %s CPU: one core's ceiling %s records/s\n", room.n, benchDur(room.check), benchRate(1/room.check.Seconds()))
+	}
+	for _, run := range runs {
+		for _, in := range run.ingest {
+			fmt.Fprintf(w, "  %2d pathways, %2d records per POST: %s records/s, server CPU %s per record (%d records", run.n, in.batch, benchRate(in.rate), benchDur(in.cpu), in.records)
+			if in.failed > 0 {
+				fmt.Fprintf(w, ", %d POSTs failed: %v", in.failed, in.err)
+			}
+			fmt.Fprintln(w, ")")
+		}
+		if pc := run.paced; pc != nil {
+			fmt.Fprintf(w, "  %2d pathways, paced at %.0f records/s (10 000 hops at a 10 s period, modelled as %.0f POSTs/s of one record each over %d connections):\n", run.n, pc.target, pc.target, pc.conns)
+			fmt.Fprintf(w, "     %s records/s, the server's CPU %s over %s = %.3f of one core, %s per record; POST p99 %s; %d failed", benchRate(pc.rate), benchDur(pc.cpu), benchDur(pc.elapsed), pc.fraction, benchDur(benchPer(pc.cpu, pc.records)), benchDur(pc.p99), pc.failed)
+			if pc.err != nil {
+				fmt.Fprintf(w, " (%v)", pc.err)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintln(w)
+	if rc := r.recount; rc != nil {
+		fmt.Fprintf(w, "Start-up: bench serve (fasthttp, pinned as above) restarted on a store of %d decisions (%d bytes), each a session of its own over the TTL (300 s) before now,\n", rc.decisions, rc.bytes)
+		fmt.Fprintf(w, "  made through the store API in %s (signed on every core, put in groups of %d)\n", rc.built.Round(time.Millisecond), benchBuildGroup)
+		fmt.Fprintf(w, "  spawn to the first 200 on the steering route: %s\n", benchDur(rc.startup.took))
+		state := "ended"
+		if !rc.restoredOK {
+			state = "had not ended when the bench stopped waiting"
+		}
+		fmt.Fprintf(w, "  the recount of live sessions (the room's status, restoring_loads) %s %s after the spawn\n", state, benchDur(rc.recount))
+		ref := ""
+		if r.recountRef != nil {
+			ref = fmt.Sprintf(", serve's (%s, %d pathways) half-rate phase's", r.recountRef.engine, r.recountRef.n)
+		}
+		fmt.Fprintf(w, "  paced at %s/s%s, %d connections, fresh players: while it ran %d answers p50 %s p99 %s (%d failed); after, %d answers p50 %s p99 %s (%d failed)\n",
+			benchRate(rc.rate), ref, hc, rc.during.answered, benchDur(rc.during.pct[0]), benchDur(rc.during.pct[1]), rc.during.failed, rc.after.answered, benchDur(rc.after.pct[0]), benchDur(rc.after.pct[1]), rc.after.failed)
+		if rc.during.answered == 0 {
+			fmt.Fprintln(w, "  (the recount had ended before the first paced phase: nothing measured while it ran; -startup-decisions more)")
+		}
+		fmt.Fprintln(w)
+	}
+
+	fmt.Fprintln(w, "Goals (issue 30)")
+	for _, room := range r.rooms {
+		for _, run := range room.runs {
+			for _, c := range o.Conns {
+				rateGoal(run.n, run.engine, c, run.sat[c].rate, room.floorSat[c].rate).write(w)
+			}
+		}
+	}
+	for _, room := range r.rooms {
+		for _, run := range room.runs {
+			for _, c := range o.Conns {
+				cpuGoal(run.n, run.engine, c, run.sat[c].cpu, room.floorSat[c].cpu).write(w)
+			}
+		}
+	}
+	if len(r.rooms) > 0 {
+		for _, two := range r.rooms[0].twoCores {
+			if one := r.rooms[0].engine(two.engine); one != nil {
+				twoCoresGoal(two.n, two.engine, two.sat[hc].cpu, one.sat[hc].cpu).write(w)
+			}
+		}
+	}
+	for _, run := range runs {
+		halfGoal(run.n, run.engine, run.half.pct[1], run.floorHalf.pct[1]).write(w)
+	}
+	if r.demo != nil && r.demoRef != nil {
+		demoGoal(fmt.Sprintf("%s, %d pathways", r.demoRef.engine, r.demoRef.n), r.demo.half.pct[1], r.demoRef.half.pct[1]).write(w)
+	}
+	for _, run := range runs {
+		if run.paced != nil {
+			g := recordsGoal(run.n, run.paced.fraction)
+			if run.paced.failed > 0 {
+				g.value = math.NaN() // a failed POST fails the goal
+			}
+			g.write(w)
+		}
+	}
+	if rc := r.recount; rc != nil {
+		startupGoal(rc.decisions, rc.startup.took).write(w)
+		recountGoal(rc.during.pct[1], rc.after.pct[1]).write(w)
+	}
+	fmt.Fprintf(w, "  %-78s = %d of %d (goal 0, and every store's decisions = its 200s = its log's leaves: %s)\n", "nothing lost: phases whose decisions stored != answered", lost, phases, benchMet(lost == 0 && storesOK && phases > 0))
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "Evidence update after a record (evidence.Index.Add + decision.Ranking.Refresh, in process), by the records of its pathway in the window")
+	for _, ev := range r.evidence {
+		fmt.Fprintf(w, "  %6d records: %s per record\n", ev.window, benchDur(ev.perOp))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Memory per live session (store.MemLoads, in process: the heap's growth over the sessions, each steered once)")
+	for _, s := range r.sessions {
+		fmt.Fprintf(w, "  %d sessions, %d pathways: %.0f bytes per session\n", s.sessions, s.pathways, s.bytes)
+	}
+	for _, run := range runs {
+		for _, name := range run.profiled {
+			fmt.Fprintf(w, "profile: %s\n", name)
+		}
+	}
+}
+
+// writeLost writes the section "Nothing lost" and returns the phases that
+// lost a decision, the phases checked, and whether every store's
+// decisions, 200s and leaves agree.
+func (r *benchReport) writeLost(w io.Writer, runs []*benchRealRun) (lost, phases int, storesOK bool) {
+	o := r.o
+	hc := o.halfConns()
 	fmt.Fprintln(w, "Nothing lost: each phase's decisions stored (the server's group commits) / manifests answered (its steering route's 200s) / answers the generator read")
-	lost, phases := 0, 0
 	check := func(name string, c benchCheck, failed uint64) {
 		if !c.ok {
 			return
@@ -150,107 +275,60 @@ func (r *benchReport) write(w io.Writer) {
 		}
 		check(fmt.Sprintf("%d pathways, %s, %d conns, half rate", run.n, run.engine, hc), run.half.check, run.half.failed)
 	}
+	if len(r.rooms) > 0 {
+		for _, two := range r.rooms[0].twoCores {
+			check(fmt.Sprintf("%d pathways, %s, %d conns, two cores", two.n, two.engine, hc), two.sat[hc].check, two.sat[hc].failed)
+		}
+	}
 	if r.demo != nil {
 		check(fmt.Sprintf("the demo, %d conns, saturated", r.demo.conns), r.demo.sat.check, r.demo.sat.failed)
 		check(fmt.Sprintf("the demo, %d conns, half rate", r.demo.conns), r.demo.half.check, r.demo.half.failed)
 	}
-	storesOK := true
-	for _, run := range runs {
-		fmt.Fprintf(w, "  %2d pathways, %-8s decisions stored / answered %d / %d (the store once stopped / the server's 200s; the generators read %d)\n", run.n, run.engine+":", run.stored, run.answered, run.received)
-		storesOK = storesOK && run.stored == run.answered && run.stored > 0
+	storesOK = true
+	stores := runs
+	if len(r.rooms) > 0 {
+		stores = append(slices.Clone(runs), r.rooms[0].twoCores...)
+	}
+	for _, run := range stores {
+		name := run.engine + ":"
+		if run.cores == 2 {
+			name = run.engine + " (2 cores):"
+		}
+		fmt.Fprintf(w, "  %2d pathways, %-20s decisions stored / answered / leaves logged %d / %d / %d (the store once stopped / the server's 200s / its log; the generators read %d)\n", run.n, name, run.stored, run.answered, run.leaves, run.received)
+		storesOK = storesOK && nothingLost(run.answered, run.stored, run.leaves)
 	}
 	if r.demo != nil {
-		fmt.Fprintf(w, "  the demo:            decisions stored / answered %d / %d\n", r.demo.stored, r.demo.answered)
-		storesOK = storesOK && r.demo.stored == r.demo.answered
+		fmt.Fprintf(w, "  the demo:                           decisions stored / answered / leaves logged %d / %d / %d\n", r.demo.stored, r.demo.answered, r.demo.leaves)
+		storesOK = storesOK && nothingLost(r.demo.answered, r.demo.stored, r.demo.leaves)
 	}
 	fmt.Fprintln(w)
+	return lost, phases, storesOK
+}
 
-	fmt.Fprintf(w, "Records in: POST /v1/rooms/{room}/records from %d hops at once, each record's signature checked, stored durably before the answer\n", o.IngestHops)
-	for _, room := range r.rooms {
-		fmt.Fprintf(w, "  (a') a record's parse and check (its signature verified), %d pathways' room, one thread: %s CPU: one core's ceiling %s records/s\n", room.n, benchDur(room.check), benchRate(1/room.check.Seconds()))
-	}
-	for _, run := range runs {
-		for _, in := range run.ingest {
-			fmt.Fprintf(w, "  %2d pathways, %2d records per POST: %s records/s, server CPU %s per record (%d records", run.n, in.batch, benchRate(in.rate), benchDur(in.cpu), in.records)
-			if in.failed > 0 {
-				fmt.Fprintf(w, ", %d POSTs failed: %v", in.failed, in.err)
-			}
-			fmt.Fprintln(w, ")")
-		}
-	}
-	fmt.Fprintln(w)
-	if st := r.startup; st != nil {
-		fmt.Fprintf(w, "Start-up: bench serve restarted on the run's biggest store (%d decisions, %d bytes): %s from spawn to the first 200 on the steering route\n", st.decisions, st.bytes, benchDur(st.took))
-		fmt.Fprintln(w)
-	}
-
-	fmt.Fprintln(w, "Goals (issue 14)")
-	goal := func(name string, v float64, unit, op string, target float64, ok bool) {
-		u := ""
-		if unit != "" {
-			u = " " + unit
-		}
-		fmt.Fprintf(w, "  %-62s = %.2f%s (goal %s %s%s: %s)\n", name, v, u, op, strconv.FormatFloat(target, 'f', -1, 64), u, benchMet(ok))
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	least := math.Inf(1)
+// procs lists the server children's GOMAXPROCS as they printed it.
+func (r *benchReport) procs() string {
+	seen := map[int]bool{}
+	var out []string
 	for _, room := range r.rooms {
 		for _, run := range room.runs {
-			for _, c := range o.Conns {
-				ratio := benchRatio(run.sat[c].rate, room.floorSat[c].rate)
-				goal(fmt.Sprintf("rate, %d pathways, %s, %d conns: decisions/s / floor (c)", run.n, run.engine, c), ratio, "", ">=", benchGoalRate, ratio >= benchGoalRate)
-				least = min(least, run.sat[c].busy)
+			if !seen[run.procs] {
+				seen[run.procs] = true
+				out = append(out, strconv.Itoa(run.procs))
 			}
 		}
 	}
-	goal("rate: the server's core busy at saturation, least of the phases", least, "", ">=", benchGoalBusy, least >= benchGoalBusy)
-	for _, room := range r.rooms {
-		for _, run := range room.runs {
-			ratio := benchRatio(run.sat[hc].cpu.Seconds(), room.bare.Seconds())
-			goal(fmt.Sprintf("CPU, %d pathways, %s: per decision / bare signature (a)", run.n, run.engine), ratio, "", "<=", benchGoalCPU, ratio <= benchGoalCPU)
-		}
-		if fast, std := room.engine("fasthttp"), room.engine("net/http"); fast != nil && std != nil {
-			ratio := benchRatio(std.sat[hc].cpu.Seconds(), fast.sat[hc].cpu.Seconds())
-			goal(fmt.Sprintf("CPU, %d pathways: net/http / fasthttp per decision", room.n), ratio, "", "<=", benchGoalEngines, ratio <= benchGoalEngines)
-		}
+	if len(out) == 0 {
+		return "?"
 	}
-	for _, run := range runs {
-		goal(fmt.Sprintf("latency, %d pathways, %s: p99 at half rate", run.n, run.engine), ms(run.half.pct[1]), "ms", "<=", ms(benchGoalHalfP99), run.half.pct[1] > 0 && run.half.pct[1] <= benchGoalHalfP99)
-		goal(fmt.Sprintf("latency, %d pathways, %s: p99 at saturation, %d conns", run.n, run.engine, hc), ms(run.sat[hc].pct[1]), "ms", "<=", ms(benchGoalSatP99), run.sat[hc].pct[1] > 0 && run.sat[hc].pct[1] <= benchGoalSatP99)
-	}
-	if d := r.demo; d != nil {
-		goal(fmt.Sprintf("the demo: p99 at saturation, %d conns, its hops posting", d.conns), ms(d.sat.pct[1]), "ms", "<", ms(benchGoalDemoP99), d.sat.pct[1] > 0 && d.sat.pct[1] < benchGoalDemoP99)
-	}
-	for _, run := range runs {
-		for _, in := range run.ingest {
-			if in.batch == 1 {
-				goal(fmt.Sprintf("records, %d pathways: records/s, 1 per POST from %d hops", run.n, o.IngestHops), in.rate, "", ">=", benchGoalRecords, in.rate >= benchGoalRecords && in.failed == 0)
-				if room := r.roomOf(run); room != nil && room.check > 0 {
-					fmt.Fprintf(w, "  %-62s   (that rate x a record's check (a') = %.2f of a core: one core can check %s records/s and do nothing else)\n", "", in.rate*room.check.Seconds(), benchRate(1/room.check.Seconds()))
-				}
-			}
-		}
-	}
-	if st := r.startup; st != nil {
-		goal(fmt.Sprintf("start-up: spawn to first 200 on %d decisions, %d bytes", st.decisions, st.bytes), st.took.Seconds(), "s", "<=", benchGoalStartup.Seconds(), st.took <= benchGoalStartup)
-	}
-	fmt.Fprintf(w, "  %-62s = %d of %d (goal 0, and every store's decisions = its 200s: %s)\n", "nothing lost: phases whose decisions stored != answered", lost, phases, benchMet(lost == 0 && storesOK && phases > 0))
-	fmt.Fprintln(w)
+	return strings.Join(out, ", ")
+}
 
-	fmt.Fprintln(w, "Evidence update after a record (evidence.Index.Add + decision.Ranking.Refresh, in process), by the records of its pathway in the window")
-	for _, ev := range r.evidence {
-		fmt.Fprintf(w, "  %6d records: %s per record\n", ev.window, benchDur(ev.perOp))
+// benchPer is d spread over n.
+func benchPer(d time.Duration, n uint64) time.Duration {
+	if n == 0 {
+		return 0
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Memory per live session (store.MemLoads, in process: the heap's growth over the sessions, each steered once)")
-	for _, s := range r.sessions {
-		fmt.Fprintf(w, "  %d sessions, %d pathways: %.0f bytes per session\n", s.sessions, s.pathways, s.bytes)
-	}
-	for _, run := range runs {
-		for _, name := range run.profiled {
-			fmt.Fprintf(w, "profile: %s\n", name)
-		}
-	}
+	return d / time.Duration(n)
 }
 
 // roomOf is the room a run steered.

@@ -60,7 +60,7 @@ func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := b.startReal(ctx, r, serve.EngineFast)
+	s, err := b.startReal(ctx, r, serve.EngineFast, b.pin.serverCore(), nil, b.o.Conns)
 	if err != nil {
 		return nil, err
 	}
