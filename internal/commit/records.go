@@ -63,7 +63,7 @@ const (
 // recordLinger and recordEnough: a group of fewer than recordEnough
 // records waits up to recordLinger from its first POST for more.
 const (
-	recordLinger = 10 * time.Millisecond
+	recordLinger = 25 * time.Millisecond
 	recordEnough = 32
 )
 

@@ -38,9 +38,9 @@ func record(n uint16) store.Record {
 
 // TestRecordsLinger: POSTs of one record each, a millisecond apart (a
 // thousand hops' records a second, issue 30), are written in groups that
-// each wait up to recordLinger (10 ms) for more, not one write each as
+// each wait up to recordLinger (25 ms) for more, not one write each as
 // when a POST alone was written at once: 40 POSTs over about 40 ms make
-// about four writes; twenty is a bound no scheduler's delays reach, and
+// two writes (a group stops at recordEnough, 32); twenty is a bound no scheduler's delays reach, and
 // forty (one per POST) is what the code made before.
 func TestRecordsLinger(t *testing.T) {
 	st := &countStore{Store: store.NewMemory()}
