@@ -92,6 +92,8 @@ type Bolt struct {
 	ix digestIndex
 	// lg is the rooms' logs (boltlog.go). Its writers hold ix.mu.
 	lg boltLog
+	// put is PutDecisions's scratch, reused under ix.mu.
+	put putScratch
 }
 
 var _ Store = (*Bolt)(nil)
