@@ -56,6 +56,9 @@ type options struct {
 	openTimeout time.Duration
 	index       digestIndex // its settings: flush, margin, fanIn, budget
 	logFlush    int
+	// noFreelistSync is bbolt's NoFreelistSync, for the measures of
+	// issue 30 (export_test.go): see Open.
+	noFreelistSync bool
 }
 
 // WithPruneChunk sets how many records, or decisions, Prune removes in each
@@ -111,7 +114,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	// the server can answer. With it Open reads one list, whatever the
 	// file's size, also after a crash. Its cost is a few pages a commit
 	// while Prune's freed pages wait to be reused (BenchmarkPrune).
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.openTimeout, FreelistType: bolt.FreelistMapType})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.openTimeout, FreelistType: bolt.FreelistMapType, NoFreelistSync: o.noFreelistSync})
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}

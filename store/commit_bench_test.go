@@ -3,7 +3,10 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
@@ -37,9 +40,17 @@ func BenchmarkGroupCommit(b *testing.B) {
 	for _, e := range snaps {
 		ev = append(ev, e)
 	}
-	for _, sync := range []bool{true, false} {
-		b.Run(fmt.Sprintf("sync=%v", sync), func(b *testing.B) {
-			s := openTestBolt(b, "")
+	for _, c := range []struct {
+		sync, scanned bool
+	}{{true, false}, {false, false}, {true, true}, {false, true}} {
+		sync := c.sync
+		name := fmt.Sprintf("sync=%v", sync)
+		var opts []Option
+		if c.scanned {
+			name, opts = name+"/freelist=scanned", []Option{withNoFreelistSync()}
+		}
+		b.Run(name, func(b *testing.B) {
+			s := openTestBolt(b, "", opts...)
 			s.db.NoSync = !sync
 			g := make([]Decision, size)
 			next := uint64(0)
@@ -75,6 +86,76 @@ func BenchmarkGroupCommit(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/decision")
 			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(n), "allocs/decision")
 			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(n), "B/decision")
+		})
+	}
+}
+
+// bigStore is how many decisions BenchmarkOpenLarge stores (issue 30:
+// "answering within 1 s on a store of 3.75 M decisions").
+var bigStore = flag.Int("store.big", 3_750_000, "decisions in BenchmarkOpenLarge's store")
+
+// fillStore puts count decisions of one room in groups of 1024, unsynced,
+// as the committer would have over days, and closes the store.
+func fillStore(b *testing.B, path string, count int, opts ...Option) {
+	sc := sizeScenario(b, sizeCases[0], 8)
+	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
+	var ev []Evidence
+	for _, e := range snaps {
+		ev = append(ev, e)
+	}
+	s, err := Open(path, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.db.NoSync = true
+	g := make([]Decision, 1024)
+	for next := 0; next < count; {
+		g = g[:min(len(g), count-next)]
+		for i := range g {
+			g[i] = base[0]
+			g[i].T += 30 * uint64(next)
+			binary.LittleEndian.PutUint64(g[i].Digest[:], uint64(next))
+			g[i].Digest = sha256.Sum256(g[i].Digest[:])
+			next++
+		}
+		if err := s.PutDecisions(bg, ev, g); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.db.NoSync = false
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkOpenLarge is Open on a store of -store.big decisions (3.75 M by
+// default), its freelist written at each commit (synced, as Open sets it)
+// or not (bbolt's NoFreelistSync: found at Open by walking the pages):
+// the time from Open's call to a store that answers, and the file's size.
+func BenchmarkOpenLarge(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{{"freelist=synced", nil}, {"freelist=scanned", []Option{withNoFreelistSync()}}} {
+		b.Run(c.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "big.db")
+			fillStore(b, path, *bigStore, c.opts...)
+			info, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				s, err := Open(path, c.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(info.Size())/(1<<20), "MiB")
 		})
 	}
 }
