@@ -159,3 +159,67 @@ func BenchmarkOpenLarge(b *testing.B) {
 		})
 	}
 }
+
+// largeStore is how many decisions BenchmarkGroupCommitLarge's store holds
+// before it measures.
+var largeStore = flag.Int("store.large", 1_000_000, "decisions in BenchmarkGroupCommitLarge's store")
+
+// BenchmarkGroupCommitLarge is BenchmarkGroupCommit's write, unsynced, on
+// a store that holds -store.large decisions already, where the index of
+// digests has runs of several levels (each a decision is written at), for
+// fan-ins of the index's merges of 8 (the default) and 16; and a lookup
+// of a decision by digest (Decision), which reads the runs.
+func BenchmarkGroupCommitLarge(b *testing.B) {
+	const size = 32
+	sc := sizeScenario(b, sizeCases[0], 8)
+	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
+	var ev []Evidence
+	for _, e := range snaps {
+		ev = append(ev, e)
+	}
+	for _, fanIn := range []int{defaultIndexFanIn, 16} {
+		opt := withIndex(defaultIndexFlush, defaultIndexMargin, fanIn, defaultIndexBudget)
+		path := filepath.Join(b.TempDir(), "large.db")
+		fillStore(b, path, *largeStore, opt)
+		s := openTestBolt(b, path, opt)
+		s.db.NoSync = true
+		g := make([]Decision, size)
+		next := uint64(*largeStore)
+		digestOf := func(i uint64) [32]byte {
+			d := base[0].Digest
+			binary.LittleEndian.PutUint64(d[:], i)
+			return sha256.Sum256(d[:])
+		}
+		b.Run(fmt.Sprintf("fanIn=%d/commit", fanIn), func(b *testing.B) {
+			runtime.GC()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			cpu0, n := cpuTime(b), 0
+			for b.Loop() {
+				for i := range g {
+					g[i] = base[0]
+					g[i].T += 30 * next
+					g[i].Digest = digestOf(next)
+					next++
+				}
+				if err := s.PutDecisions(bg, ev, g); err != nil {
+					b.Fatal(err)
+				}
+				n += size
+			}
+			runtime.ReadMemStats(&m1)
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(n), "cpu-µs/decision")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(n), "allocs/decision")
+			b.ReportMetric(float64(len(s.ix.runs)), "runs")
+		})
+		b.Run(fmt.Sprintf("fanIn=%d/lookup", fanIn), func(b *testing.B) {
+			i := uint64(0)
+			for b.Loop() {
+				if _, err := s.Decision(bg, digestOf(i*7919%uint64(*largeStore))); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
