@@ -109,6 +109,11 @@ type boltLog struct {
 	pending  int    // leaves pending, over all rooms
 	scanFrom uint64 // as written at log_scan_from
 	latest   uint64 // the latest t logged since Open
+
+	// spare is a logChange's map of leaves, emptied once applied, for
+	// the next: the committer's groups are one after another (under the
+	// index's lock), so one suffices.
+	spare map[sig.Hash][]LogEntry
 }
 
 type roomLog struct {
@@ -156,7 +161,11 @@ func (lg *boltLog) sizeOf(id sig.Hash, ch *logChange) int64 {
 func (lg *boltLog) add(id sig.Hash, e LogEntry, ch *logChange) int64 {
 	x := lg.sizeOf(id, ch)
 	if ch.leaves == nil {
-		ch.leaves = map[sig.Hash][]LogEntry{}
+		ch.leaves = lg.spare
+		lg.spare = nil
+		if ch.leaves == nil {
+			ch.leaves = map[sig.Hash][]LogEntry{}
+		}
 	}
 	ch.leaves[id] = append(ch.leaves[id], e)
 	ch.latest = max(ch.latest, e.T)
@@ -189,7 +198,6 @@ func hashesIn(b *bolt.Bucket, id sig.Hash, r *roomLog, more []tlog.Hash, indexes
 // asked for, or a leaf's t is before log_scan_from.
 func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 	due := force || lg.pending > 0 && lg.pending >= lg.flush
-	ch.hashes = map[sig.Hash][]tlog.Hash{}
 	for _, es := range ch.leaves {
 		for _, e := range es {
 			if e.T < lg.scanFrom {
@@ -201,6 +209,7 @@ func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 	if !(due || pending >= lg.flush) || pending == 0 {
 		return nil
 	}
+	ch.hashes = map[sig.Hash][]tlog.Hash{}
 	tiles, sizes := tx.Bucket(bucketLogTiles), tx.Bucket(bucketLogSizes)
 	ids := slices.Collect(maps.Keys(lg.rooms))
 	for id := range ch.leaves {
@@ -284,6 +293,15 @@ func (lg *boltLog) apply(ch *logChange) {
 		r := lg.room(id)
 		r.pending = append(r.pending, es...)
 		lg.pending += len(es)
+	}
+	// ch's leaves are copied: its map, and each room's array, serve the
+	// next change. A room without leaves in it keeps an empty entry,
+	// which adds nothing.
+	if ch.leaves != nil && lg.spare == nil && len(ch.leaves) <= 64 {
+		for id, es := range ch.leaves {
+			ch.leaves[id] = es[:0]
+		}
+		lg.spare = ch.leaves
 	}
 	if ch.flushed {
 		for _, r := range lg.rooms {
