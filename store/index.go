@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -116,11 +115,11 @@ type digestIndex struct {
 	// Scratch of the write transactions, which hold mu: bbolt keeps the
 	// slices given to Put until the transaction ends, and none after, so
 	// each is reused from one transaction to the next.
-	entries []byte      // cut's entries, sorted in place
-	arena   []byte      // the merges' output entries
-	ids     []uint64    // merge's free runs of a level
-	steps   []*runMerge // merge's merges of the transaction
-	heads   []mergeHead // step's inputs
+	entries [][indexEntrySize]byte // cut's entries, sorted in place
+	arena   []byte                 // the merges' output entries
+	ids     []uint64               // merge's free runs of a level
+	steps   []*runMerge            // merge's merges of the transaction
+	heads   []mergeHead            // step's inputs
 }
 
 // mergeHead is an input of a merge: its cursor and its next entry.
@@ -305,24 +304,27 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 	if bytes.Compare(cut, through) <= 0 {
 		return nil
 	}
-	// The entries, digest ‖ t, in one reused buffer sorted in place.
-	buf := ix.entries[:0]
+	// The entries, digest ‖ t, in a reused buffer sorted in place.
+	entries := ix.entries[:0]
 	c := decisions.Cursor()
 	for k, _ := c.Seek(through); k != nil && bytes.Compare(k, cut) < 0; k, _ = c.Next() {
 		if len(k) != 8+sig.HashSize {
 			return fmt.Errorf("store: a decision key of %d bytes", len(k))
 		}
-		buf = append(append(buf, k[8:]...), k[:8]...)
+		var e [indexEntrySize]byte
+		copy(e[:], k[8:])
+		copy(e[sig.HashSize:], k[:8])
+		entries = append(entries, e)
 	}
-	ix.entries = buf
+	ix.entries = entries
 	if err := tx.Bucket(bucketMeta).Put(metaIndexThrough, cut); err != nil {
 		return err
 	}
-	n := len(buf) / indexEntrySize
+	n := len(entries)
 	if n == 0 {
 		return nil
 	}
-	sort.Sort(entrySlice(buf))
+	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:sig.HashSize], b[:sig.HashSize]) })
 	r, err := newRun(tx, 0)
 	if err != nil {
 		return err
@@ -330,8 +332,8 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 	sub := tx.Bucket(bucketDecisionRuns).Bucket(r.key())
 	sub.FillPercent = 1 // written in ascending order, never inserted into
 	r.tmin, r.tmax = ^uint64(0), 0
-	for i := 0; i < len(buf); i += indexEntrySize {
-		e := buf[i : i+indexEntrySize : i+indexEntrySize]
+	for i := range entries {
+		e := entries[i][:]
 		if err := sub.Put(e[:sig.HashSize], e[sig.HashSize:]); err != nil {
 			return err
 		}
@@ -339,28 +341,12 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 		r.tmin, r.tmax = min(r.tmin, t), max(r.tmax, t)
 	}
 	r.count = uint64(n)
-	entries := n
 	if err := tx.Bucket(bucketDecisionRunList).Put(r.key(), r.value()); err != nil {
 		return err
 	}
-	ch.flushed = entries
+	ch.flushed = n
 	ch.runs = append(ch.runs, r)
 	return nil
-}
-
-// entrySlice is a buffer of index entries, digest ‖ t, sorted by digest.
-type entrySlice []byte
-
-func (e entrySlice) Len() int { return len(e) / indexEntrySize }
-func (e entrySlice) Less(i, j int) bool {
-	return bytes.Compare(e[i*indexEntrySize:i*indexEntrySize+sig.HashSize], e[j*indexEntrySize:j*indexEntrySize+sig.HashSize]) < 0
-}
-func (e entrySlice) Swap(i, j int) {
-	var t [indexEntrySize]byte
-	a, b := e[i*indexEntrySize:(i+1)*indexEntrySize], e[j*indexEntrySize:(j+1)*indexEntrySize]
-	copy(t[:], a)
-	copy(a, b)
-	copy(b, t[:])
 }
 
 // newRun makes an empty run's bucket, not yet registered.
