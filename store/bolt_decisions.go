@@ -15,6 +15,15 @@ import (
 	"github.com/waisteer/waisteer/internal/sig"
 )
 
+// putScratch is what PutDecisions reuses from one group to the next,
+// under the index's lock.
+type putScratch struct {
+	arena []byte
+	keys  [][]byte
+	given map[sig.Hash]bool
+	refs  []snapshotRefs
+}
+
 // A decisionContext is what many decisions share: their room, policy and
 // signer. A row names it by id (the package doc's contexts buckets).
 type decisionContext struct {
@@ -88,14 +97,37 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 		// One arena for the rows and keys: bbolt keeps the slices given to
 		// Put until the transaction ends, so none may be written again,
 		// and appending past an arena's capacity moves only what follows.
-		arena := make([]byte, 0, len(ds)*(96+4*len(firstLoads(ds))+8+sig.HashSize))
+		// The arena, keys, refs and given are the store's, reused from
+		// group to group (ix.mu is held): once Update returns bbolt holds
+		// none of them.
+		sc := &s.put
+		arena := sc.arena[:0]
+		if need := len(ds) * (96 + 4*len(firstLoads(ds)) + 8 + sig.HashSize); cap(arena) < need {
+			arena = make([]byte, 0, need)
+		}
 		// First the decisions not held yet, and how many of them
 		// reference each snapshot: a group's share one or two, whose
 		// counts are then written once each.
-		keys := make([][]byte, len(ds)) // nil for one held, or given twice
-		given := make(map[sig.Hash]bool, len(ds))
-		var refs []snapshotRefs
+		keys := slices.Grow(sc.keys[:0], len(ds))[:len(ds)] // nil for one held, or given twice
+		clear(keys)
+		given := sc.given
+		if given == nil {
+			given = make(map[sig.Hash]bool, len(ds))
+			sc.given = given
+		}
+		clear(given)
+		refs := sc.refs[:0]
+		defer func() { sc.arena, sc.keys, sc.refs = arena[:0], keys[:0], refs[:0] }()
+		// A key after the last row's cannot be held: a room's t grows
+		// with each decision (MemLoads.Steer), so a group's fresh
+		// decisions are all after it and need no search of their own.
+		// Any other (a clock stepped back, another room's t behind this
+		// one's, a decision given again) is looked for.
+		var last [8 + sig.HashSize]byte
 		held := b.decisions.Cursor()
+		lk, _ := held.Last()
+		seekAll := lk != nil && len(lk) != len(last) // not a row's key: no bound
+		copy(last[:], lk)
 		for i := range ds {
 			d := &ds[i]
 			if given[d.Digest] {
@@ -106,9 +138,11 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 			arena = binary.BigEndian.AppendUint64(arena, d.T)
 			arena = append(arena, d.Digest[:]...)
 			key := arena[start:len(arena):len(arena)]
-			if k, _ := held.Seek(key); bytes.Equal(k, key) {
-				arena = arena[:start]
-				continue // held already: a decision's bytes are its digest's
+			if seekAll || lk != nil && bytes.Compare(key, last[:]) <= 0 {
+				if k, _ := held.Seek(key); bytes.Equal(k, key) {
+					arena = arena[:start]
+					continue // held already: a decision's bytes are its digest's
+				}
 			}
 			keys[i] = key
 			j := slices.IndexFunc(refs, func(r snapshotRefs) bool { return r.key == d.Evidence })

@@ -109,6 +109,11 @@ type boltLog struct {
 	pending  int    // leaves pending, over all rooms
 	scanFrom uint64 // as written at log_scan_from
 	latest   uint64 // the latest t logged since Open
+
+	// spare is a logChange's map of leaves, emptied once applied, for
+	// the next: the committer's groups are one after another (under the
+	// index's lock), so one suffices.
+	spare map[sig.Hash][]LogEntry
 }
 
 type roomLog struct {
@@ -156,7 +161,11 @@ func (lg *boltLog) sizeOf(id sig.Hash, ch *logChange) int64 {
 func (lg *boltLog) add(id sig.Hash, e LogEntry, ch *logChange) int64 {
 	x := lg.sizeOf(id, ch)
 	if ch.leaves == nil {
-		ch.leaves = map[sig.Hash][]LogEntry{}
+		ch.leaves = lg.spare
+		lg.spare = nil
+		if ch.leaves == nil {
+			ch.leaves = map[sig.Hash][]LogEntry{}
+		}
 	}
 	ch.leaves[id] = append(ch.leaves[id], e)
 	ch.latest = max(ch.latest, e.T)
@@ -189,7 +198,6 @@ func hashesIn(b *bolt.Bucket, id sig.Hash, r *roomLog, more []tlog.Hash, indexes
 // asked for, or a leaf's t is before log_scan_from.
 func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 	due := force || lg.pending > 0 && lg.pending >= lg.flush
-	ch.hashes = map[sig.Hash][]tlog.Hash{}
 	for _, es := range ch.leaves {
 		for _, e := range es {
 			if e.T < lg.scanFrom {
@@ -201,6 +209,7 @@ func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 	if !(due || pending >= lg.flush) || pending == 0 {
 		return nil
 	}
+	ch.hashes = map[sig.Hash][]tlog.Hash{}
 	tiles, sizes := tx.Bucket(bucketLogTiles), tx.Bucket(bucketLogSizes)
 	ids := slices.Collect(maps.Keys(lg.rooms))
 	for id := range ch.leaves {
@@ -222,11 +231,9 @@ func (lg *boltLog) commit(tx *bolt.Tx, ch *logChange, force bool) error {
 		}
 		old, size := r.written, r.written+int64(len(es))
 		// The hashes the hasher has not made yet.
-		leaves := make([][]byte, 0, len(es)-r.hashed)
-		for _, e := range es[r.hashed:] {
-			leaves = append(leaves, e.Leaf())
-		}
-		fresh, err := AppendLog(old+int64(r.hashed), leaves, func(x []int64) ([]tlog.Hash, error) { return hashesIn(tiles, id, &r, nil, x) })
+		h := logHasher{room: id, from: tlog.StoredHashCount(r.written), held: r.hashes}
+		h.tx = tx
+		fresh, err := h.appendHashes(nil, old+int64(r.hashed), es[r.hashed:])
 		if err != nil {
 			return err
 		}
@@ -287,6 +294,15 @@ func (lg *boltLog) apply(ch *logChange) {
 		r.pending = append(r.pending, es...)
 		lg.pending += len(es)
 	}
+	// ch's leaves are copied: its map, and each room's array, serve the
+	// next change. A room without leaves in it keeps an empty entry,
+	// which adds nothing.
+	if ch.leaves != nil && lg.spare == nil && len(ch.leaves) <= 64 {
+		for id, es := range ch.leaves {
+			ch.leaves[id] = es[:0]
+		}
+		lg.spare = ch.leaves
+	}
 	if ch.flushed {
 		for _, r := range lg.rooms {
 			r.written += int64(len(r.pending))
@@ -305,6 +321,8 @@ func (lg *boltLog) apply(ch *logChange) {
 // hasher hashes the pending leaves of every room after each commit.
 func (s *Bolt) hasher() {
 	defer close(s.lg.done)
+	var ids []sig.Hash
+	var scratch []tlog.Hash
 	for {
 		select {
 		case <-s.lg.stop:
@@ -312,10 +330,13 @@ func (s *Bolt) hasher() {
 		case <-s.lg.hashing:
 		}
 		s.lg.mu.RLock()
-		ids := slices.Collect(maps.Keys(s.lg.rooms))
+		ids = ids[:0]
+		for id := range s.lg.rooms {
+			ids = append(ids, id)
+		}
 		s.lg.mu.RUnlock()
 		for _, id := range ids {
-			s.hashPending(id) // a failure is a reader's to see (LogHashes)
+			s.hashPending(id, &scratch) // a failure is a reader's to see (LogHashes)
 		}
 	}
 }
@@ -323,7 +344,12 @@ func (s *Bolt) hasher() {
 // hashPending computes the stored hashes of the room's pending leaves not
 // hashed yet. What it computes is kept only if no flush or other hashing
 // changed the room's log meanwhile.
-func (s *Bolt) hashPending(id sig.Hash) error {
+//
+// It reads the written hashes it needs in a read transaction begun only
+// when one is (a subtree that spans written leaves completes: rarely,
+// once most of a flush's leaves are pending); scratch, when not nil, is
+// the caller's buffer for the hashes made, reused from call to call.
+func (s *Bolt) hashPending(id sig.Hash, scratch *[]tlog.Hash) error {
 	lg := &s.lg
 	lg.mu.RLock()
 	r := roomLog{}
@@ -334,18 +360,19 @@ func (s *Bolt) hashPending(id sig.Hash) error {
 	if r.hashed == len(r.pending) {
 		return nil
 	}
-	leaves := make([][]byte, 0, len(r.pending)-r.hashed)
-	for _, e := range r.pending[r.hashed:] {
-		leaves = append(leaves, e.Leaf())
+	var buf []tlog.Hash
+	if scratch != nil {
+		buf = *scratch
 	}
-	var fresh []tlog.Hash
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		fresh, err = AppendLog(r.written+int64(r.hashed), leaves, func(x []int64) ([]tlog.Hash, error) {
-			return hashesIn(tx.Bucket(bucketLogTiles), id, &r, nil, x)
-		})
-		return err
-	})
+	// r's slices are a copy of the room's headers: the committer only
+	// appends past them, and a flush replaces them, so what they show
+	// stays as read.
+	h := logHasher{db: s.db, room: id, from: tlog.StoredHashCount(r.written), held: r.hashes}
+	fresh, err := h.appendHashes(buf, r.written+int64(r.hashed), r.pending[r.hashed:])
+	h.done()
+	if scratch != nil && fresh != nil {
+		*scratch = fresh[:0]
+	}
 	if err != nil {
 		return err
 	}
@@ -353,7 +380,7 @@ func (s *Bolt) hashPending(id sig.Hash) error {
 	defer lg.mu.Unlock()
 	if p := lg.rooms[id]; p != nil && p.written == r.written && p.hashed == r.hashed {
 		p.hashes = append(p.hashes, fresh...)
-		p.hashed += len(leaves)
+		p.hashed = len(r.pending)
 	}
 	return nil
 }
@@ -519,7 +546,7 @@ func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([
 		if err != nil || hashed {
 			return out, err
 		}
-		if err := s.hashPending(room); err != nil {
+		if err := s.hashPending(room, nil); err != nil {
 			return nil, err
 		}
 	}

@@ -22,3 +22,8 @@ func NewMemoryPruneChunk(n int) *Memory {
 // WithLogFlush sets how many pending leaves make a Bolt write its logs
 // (boltlog.go; 1024 by default).
 func WithLogFlush(n int) Option { return func(o *options) { o.logFlush = n } }
+
+// withNoFreelistSync opens a Bolt with bbolt's NoFreelistSync: its
+// freelist is not written at each commit, and is found at Open by walking
+// the file's pages (BenchmarkOpenLarge measures both).
+func withNoFreelistSync() Option { return func(o *options) { o.noFreelistSync = true } }

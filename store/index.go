@@ -111,6 +111,21 @@ type digestIndex struct {
 	garbage    []uint64        // runs no longer registered, deleted one per commit
 	pruned     uint64          // decisions before this t are gone: merges drop them
 	busy       map[uint64]bool // runs that are inputs of a merge
+
+	// Scratch of the write transactions, which hold mu: bbolt keeps the
+	// slices given to Put until the transaction ends, and none after, so
+	// each is reused from one transaction to the next.
+	entries [][indexEntrySize]byte // cut's entries, sorted in place
+	arena   []byte                 // the merges' output entries
+	ids     []uint64               // merge's free runs of a level
+	steps   []*runMerge            // merge's merges of the transaction
+	heads   []mergeHead            // step's inputs
+}
+
+// mergeHead is an input of a merge: its cursor and its next entry.
+type mergeHead struct {
+	c    *bolt.Cursor
+	k, v []byte
 }
 
 // runMerge is a merge under way: its inputs, its output, and the last
@@ -289,7 +304,8 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 	if bytes.Compare(cut, through) <= 0 {
 		return nil
 	}
-	var entries [][indexEntrySize]byte
+	// The entries, digest ‖ t, in a reused buffer sorted in place.
+	entries := ix.entries[:0]
 	c := decisions.Cursor()
 	for k, _ := c.Seek(through); k != nil && bytes.Compare(k, cut) < 0; k, _ = c.Next() {
 		if len(k) != 8+sig.HashSize {
@@ -300,10 +316,12 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 		copy(e[sig.HashSize:], k[:8])
 		entries = append(entries, e)
 	}
+	ix.entries = entries
 	if err := tx.Bucket(bucketMeta).Put(metaIndexThrough, cut); err != nil {
 		return err
 	}
-	if len(entries) == 0 {
+	n := len(entries)
+	if n == 0 {
 		return nil
 	}
 	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:sig.HashSize], b[:sig.HashSize]) })
@@ -315,18 +333,18 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 	sub.FillPercent = 1 // written in ascending order, never inserted into
 	r.tmin, r.tmax = ^uint64(0), 0
 	for i := range entries {
-		e := &entries[i]
+		e := entries[i][:]
 		if err := sub.Put(e[:sig.HashSize], e[sig.HashSize:]); err != nil {
 			return err
 		}
 		t := binary.BigEndian.Uint64(e[sig.HashSize:])
 		r.tmin, r.tmax = min(r.tmin, t), max(r.tmax, t)
 	}
-	r.count = uint64(len(entries))
+	r.count = uint64(n)
 	if err := tx.Bucket(bucketDecisionRunList).Put(r.key(), r.value()); err != nil {
 		return err
 	}
-	ch.flushed = len(entries)
+	ch.flushed = n
 	ch.runs = append(ch.runs, r)
 	return nil
 }
@@ -347,42 +365,69 @@ func newRun(tx *bolt.Tx, level uint8) (runInfo, error) {
 // and no merge under way, then advances the merges, the lowest level first,
 // by at most budget entries in all.
 func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
-	merges := make([]*runMerge, len(ix.merges))
-	taken := map[uint64]bool{}
-	merging := map[uint8]bool{}
-	for i, m := range ix.merges {
-		merges[i] = m.copy()
-		merging[m.level] = true
-		for _, id := range m.inputs {
-			taken[id] = true
-		}
+	// The merges under way are copied (the memory keeps its own until
+	// the transaction commits); the rest is the index's reused scratch.
+	// A level's runs are few (fewer than fanIn, but while a merge takes
+	// them), so slices searched serve where maps would allocate.
+	merges := ix.steps[:0]
+	defer func() { clear(merges); ix.steps = merges[:0] }()
+	for _, m := range ix.merges {
+		merges = append(merges, m.copy())
 	}
-	free := map[uint8][]uint64{}
-	for _, r := range append(slices.Clone(ix.runs), ch.runs...) {
-		if !taken[r.id] && !slices.Contains(ch.dropped, r.id) {
-			free[r.level] = append(free[r.level], r.id)
+	taken := func(id uint64) bool {
+		for _, m := range merges {
+			if slices.Contains(m.inputs, id) {
+				return true
+			}
 		}
+		return slices.Contains(ch.dropped, id)
 	}
-	for level, ids := range free {
-		if merging[level] || len(ids) < ix.fanIn || level == 255 {
-			continue
+	merging := func(level uint8) bool {
+		return slices.ContainsFunc(merges, func(m *runMerge) bool { return m.level == level })
+	}
+	all := [2][]runInfo{ix.runs, ch.runs}
+	for _, rs := range all {
+		for _, r := range rs {
+			level := r.level
+			if level == 255 || merging(level) {
+				continue
+			}
+			ids := ix.ids[:0]
+			for _, rs := range all {
+				for _, q := range rs {
+					if q.level == level && !taken(q.id) {
+						ids = append(ids, q.id)
+					}
+				}
+			}
+			ix.ids = ids[:0]
+			if len(ids) < ix.fanIn {
+				continue
+			}
+			slices.Sort(ids) // the oldest first
+			out, err := newRun(tx, level+1)
+			if err != nil {
+				return err
+			}
+			merges = append(merges, &runMerge{level: level, inputs: slices.Clone(ids[:ix.fanIn]), out: out.id, tmin: ^uint64(0)})
 		}
-		slices.Sort(ids) // the oldest first
-		out, err := newRun(tx, level+1)
-		if err != nil {
-			return err
-		}
-		merges = append(merges, &runMerge{level: level, inputs: ids[:ix.fanIn], out: out.id, tmin: ^uint64(0)})
 	}
 	slices.SortFunc(merges, func(a, b *runMerge) int { return int(a.level) - int(b.level) })
-	open := []*runMerge{}
+	var open []*runMerge
 	list := tx.Bucket(bucketDecisionRunList)
+	// The merges' entries, in one buffer for the transaction: bbolt holds
+	// each until it commits.
+	arena := ix.arena[:0]
+	if need := budget * indexEntrySize; cap(arena) < need {
+		arena = make([]byte, 0, need)
+	}
+	defer func() { ix.arena = arena[:0] }()
 	for _, m := range merges {
 		if budget <= 0 {
 			open = append(open, m)
 			continue
 		}
-		done, n, err := m.step(tx, budget, ix.pruned)
+		done, n, err := m.step(tx, budget, ix.pruned, &arena, &ix.heads)
 		if err != nil {
 			return err
 		}
@@ -421,18 +466,17 @@ func (m *runMerge) copy() *runMerge {
 // step writes at most budget entries of the merge to its output, in
 // ascending order of digest, leaving out those of decisions pruned, and
 // reports whether the inputs are exhausted and how many entries it read.
-func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64) (bool, int, error) {
+func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64, arenap *[]byte, headsp *[]mergeHead) (bool, int, error) {
 	runs := tx.Bucket(bucketDecisionRuns)
 	out := runs.Bucket(idKey(m.out))
 	if out == nil {
 		return false, 0, fmt.Errorf("store: the output %d of a merge of the index is not held", m.out)
 	}
 	out.FillPercent = 1
-	type head struct {
-		c    *bolt.Cursor
-		k, v []byte
-	}
-	heads := make([]head, 0, len(m.inputs))
+	heads := (*headsp)[:0]
+	defer func() { clear(heads); *headsp = heads[:0] }()
+	arena := *arenap
+	defer func() { *arenap = arena }()
 	for _, id := range m.inputs {
 		in := runs.Bucket(idKey(id))
 		if in == nil {
@@ -446,10 +490,9 @@ func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64) (bool, int, erro
 			k, v = c.Next()
 		}
 		if k != nil {
-			heads = append(heads, head{c, k, v})
+			heads = append(heads, mergeHead{c, k, v})
 		}
 	}
-	arena := make([]byte, 0, min(budget, 4096)*indexEntrySize)
 	m.last = slices.Clone(m.last) // the merge's state before this step keeps its own
 	n := 0
 	for n < budget {
@@ -470,7 +513,8 @@ func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64) (bool, int, erro
 		m.last = append(m.last[:0], h.k...)
 		if t := binary.BigEndian.Uint64(h.v); t >= pruned {
 			if cap(arena)-len(arena) < indexEntrySize {
-				arena = make([]byte, 0, 4096*indexEntrySize)
+				// Full: a new one, since bbolt holds what the old one gave.
+				arena = make([]byte, 0, max(budget, 512)*indexEntrySize)
 			}
 			s := len(arena)
 			arena = append(append(arena, h.k...), h.v...)

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/sig"
+)
+
+// TestPutDecisionsBehindLast (issue 30 item 1): PutDecisions looks for a
+// held row only for keys at or before the last row's; a key after it is
+// fresh. Around that bound: a decision of another room whose t is behind
+// the last row's (fresh, though not after it), the last row itself given
+// again (held: its key equals the bound), an older one given again
+// (held), and one after the bound (fresh) are stored once each, each
+// fresh one with the next leaf of its room's log.
+func TestPutDecisionsBehindLast(t *testing.T) {
+	s := openTestBolt(t, "")
+	sc := pathwaysScenario(t, 3, 8)
+	ms := makeDecisions(t, sc, 13, 12, 6*scenario.Period, 1_000)
+	room, other := sc.Room.ID(), hash("another room")
+	first := ms[:8]
+	if err := s.PutDecisions(bg, evidenceOf(first), rowsOf(first)); err != nil {
+		t.Fatal(err)
+	}
+	behind := ms[8]
+	behind.row.Room = other
+	behind.row.T = ms[2].row.T + 1 // before the last row's t: another room's clock
+	g := []made{behind, ms[7], ms[3], ms[9]}
+	if err := s.PutDecisions(bg, evidenceOf(g), rowsOf(g)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		room sig.Hash
+		want []LogEntry
+	}{
+		{room, entriesOf(append(first, ms[9]))},
+		{other, entriesOf([]made{behind})},
+	} {
+		n, err := s.LogSize(bg, c.room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.LogEntries(bg, c.room, 0, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("room %s's log holds %d leaves, want %d", c.room, len(got), len(c.want))
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Fatalf("room %s's leaf %d is %v, want %v", c.room, i, got[i], c.want[i])
+			}
+		}
+	}
+	for _, m := range []made{behind, ms[7], ms[3], ms[9]} {
+		d, err := s.Decision(bg, m.row.Digest)
+		if err != nil || d.T != m.row.T || d.Room != m.row.Room {
+			t.Fatalf("decision at %d: %+v, %v", m.row.T, d, err)
+		}
+	}
+	var rows int
+	if err := s.db.View(func(tx *bolt.Tx) error { rows = tx.Bucket(bucketDecisions).Stats().KeyN; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 10 {
+		t.Fatalf("%d rows, want 10: 8, then one behind the last and one after it", rows)
+	}
+}
+
+func entriesOf(ms []made) []LogEntry {
+	es := make([]LogEntry, len(ms))
+	for i, m := range ms {
+		es[i] = LogEntry{Digest: m.row.Digest, T: m.row.T}
+	}
+	return es
+}
