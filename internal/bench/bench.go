@@ -130,7 +130,7 @@ func NewOptions(quick bool) Options {
 		o.EvidenceTime = 30 * time.Millisecond
 		o.Conns, o.Players, o.Pathways = []int{64}, 640, []int{3}
 		o.WindowSizes, o.Sessions, o.IngestPool = []int{100, 1000}, 10_000, [2]int{6000, 12800}
-		o.StartupDecisions = 100_000
+		o.StartupDecisions = 50_000
 	}
 	return o
 }

@@ -111,7 +111,7 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 	st.decisions = uint64(rc.decisions)
 	spawned := time.Now().Add(-st.took)
 	l := newBenchLoad(child.addr, r.path, r.ids, r.initial, b.o.halfConns(), b.o.Players)
-	defer l.close()
+	defer func() { l.close() }()
 	const chunk = 500 * time.Millisecond
 	limit := max(20*b.o.Duration, 10*time.Minute)
 	for time.Since(spawned) < limit && ctx.Err() == nil {
@@ -138,7 +138,11 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 	}
 	slices.Sort(rc.during.latencies)
 	rc.during.pct = [3]time.Duration{quantile(rc.during.latencies, 0.5), quantile(rc.during.latencies, 0.99), quantile(rc.during.latencies, 0.999)}
-	// As long after as it ran, up to 30 s (and at least -d).
+	// As long after as it ran, up to 30 s (and at least -d), by fresh
+	// players too: each begins with a new session, as those of the phase
+	// while it ran.
+	l.close()
+	l = newBenchLoad(child.addr, r.path, r.ids, r.initial, b.o.halfConns(), b.o.Players)
 	rc.after = l.run(ctx, max(min(rc.during.elapsed, 30*time.Second), b.o.Duration), rate)
 	b.logf("start-up: the recount took %s; p99 %s while it ran (%d answers), %s after", benchDur(rc.recount), benchDur(rc.during.pct[1]), rc.during.answered, benchDur(rc.after.pct[1]))
 	return rc, ctx.Err()
