@@ -30,7 +30,7 @@ func init() {
 }
 
 func runBench(e *env, args []string) error {
-	fs := newFlags(e, "bench", "[-quick] [-soak DURATION] [-audit N] [-d DURATION] [-conns 64,256] [-players N] [-pathways 3,32] [-engines fasthttp,net/http] [-generator auto|wrk|go] [-profile DIR]")
+	fs := newFlags(e, "bench", "[-quick] [-soak DURATION] [-audit N] [-d DURATION] [-conns 64,256] [-players N] [-pathways 3,32] [-engines fasthttp,net/http] [-generator auto|wrk|go] [-profile DIR] [-startup-decisions N] [-results FILE]")
 	o := bench.NewOptions(false) // the flags' defaults
 	fs.DurationVar(&o.Duration, "d", o.Duration, "the `duration` of each measured phase")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "the `duration` of the warm-up before the phases of each server")
@@ -44,6 +44,8 @@ func runBench(e *env, args []string) error {
 	fs.IntVar(&o.Audit, "audit", 0, "instead of the phases, saturate the server until it has made this many decisions, then audit its log (issue 16)")
 	fs.IntVar(&o.AuditSample, "audit-sample", 2000, "with -audit: the decisions the audit verifies by §9 in full (0: all)")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
+	startupDecisions := fs.Int("startup-decisions", 0, "the decisions of the start-up's store, built through the store API (0: 3750000, or 50000 with -quick)")
+	results := fs.String("results", "", "also put the report into this markdown `file`'s code block under \""+bench.ResultsRun+"\" (with -soak, \""+bench.ResultsSoak+"\"), keeping the text around it: cmd/waisteer/testdata/bench/RESULTS.md")
 	quick := fs.Bool("quick", false, "a run of under a minute: phases of about a second, 64 connections, 3 pathways, both engines")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -72,6 +74,10 @@ func runBench(e *env, args []string) error {
 		}
 	}
 	o.Profile = *profile
+	o.Results, o.Command = *results, strings.Join(append([]string{"waisteer bench"}, args...), " ")
+	if *startupDecisions != 0 {
+		o.StartupDecisions = *startupDecisions
+	}
 	if err := o.Finish(); err != nil {
 		return usagef("%v", err)
 	}
