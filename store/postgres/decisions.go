@@ -32,18 +32,32 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		return nil
 	}
 	var fresh map[context3]int64
-	var after map[sig.Hash]frontier // the rooms' logs once committed
+	var after map[int32]frontier // the logs once committed
 	err := s.inFeed(ctx, lockDecisions, "decisions", func(tx pgx.Tx) error {
 		fresh = map[context3]int64{}
-		// Each decision once; one held already is left as it is (ON
-		// CONFLICT below): a decision's bytes are its digest's.
+		// Each decision once; one held already (or its leaf, pruned) is
+		// left as it is: a decision's bytes are its digest's.
 		seen := make(map[sig.Hash]bool, len(ds))
-		var todo []int
+		var all [][]byte
 		for i := range ds {
 			if !seen[ds[i].Digest] {
 				seen[ds[i].Digest] = true
+				all = append(all, ds[i].Digest[:])
+			}
+		}
+		held, err := heldDigests(ctx, tx, all)
+		if err != nil {
+			return err
+		}
+		var todo []int
+		for i := range ds {
+			if seen[ds[i].Digest] && !held[ds[i].Digest] {
+				seen[ds[i].Digest] = false
 				todo = append(todo, i)
 			}
+		}
+		if len(todo) == 0 {
+			return nil
 		}
 		snapshots, err := s.snapshotIDs(ctx, tx, ev, ds, todo)
 		if err != nil {
@@ -51,6 +65,7 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		}
 		digests, rowsOf := make([][]byte, 0, len(todo)), make([][]byte, 0, len(todo))
 		ts, ctxs, snaps := make([]int64, 0, len(todo)), make([]int64, 0, len(todo)), make([]int64, 0, len(todo))
+		logged := make([]*store.Decision, 0, len(todo))
 		for _, i := range todo {
 			d := &ds[i]
 			c := context3{d.Room, d.Policy, d.Signer}
@@ -60,37 +75,19 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 			}
 			digests, rowsOf = append(digests, d.Digest[:]), append(rowsOf, rows[i])
 			ts, ctxs, snaps = append(ts, i64(d.T)), append(ctxs, id), append(snaps, snapshots[d.Evidence])
+			logged = append(logged, d)
 		}
-		rs, err := tx.Query(ctx, `INSERT INTO waisteer.decisions (digest, seq, writer, t, context, snapshot, row)
-			SELECT d, nextval('waisteer.feed'), $6, t, c, s, r
-			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(d, t, c, s, r, i)
-			ORDER BY i ON CONFLICT (digest) DO NOTHING RETURNING digest`, digests, ts, ctxs, snaps, rowsOf, s.instance)
-		if err != nil {
+		var logs []int32
+		var idx []int64
+		if logs, idx, after, err = s.appendLogs(ctx, tx, logged); err != nil {
 			return err
 		}
-		defer rs.Close()
-		added := map[sig.Hash]bool{}
-		for rs.Next() {
-			var b []byte
-			if err := rs.Scan(&b); err != nil {
-				return err
-			}
-			h, err := hash(b)
-			if err != nil {
-				return err
-			}
-			added[h] = true
-		}
-		if err := rs.Err(); err != nil {
-			return err
-		}
-		var logged []store.Decision
-		for _, i := range todo {
-			if added[ds[i].Digest] {
-				logged = append(logged, ds[i])
-			}
-		}
-		after, err = s.appendLogs(ctx, tx, logged)
+		// A digest stored meanwhile by another server fails the insert,
+		// and so the transaction: its leaf is not to be a hole.
+		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (t, snapshot, idx, context, log, digest, row)
+			SELECT t, s, x, c, l, d, r
+			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[]) AS u(d, t, c, s, r, l, x)`,
+			digests, ts, ctxs, snaps, rowsOf, logs, idx)
 		return err
 	})
 	if err != nil {
@@ -103,6 +100,29 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 	maps.Copy(s.frontiers, after)
 	s.mu.Unlock()
 	return nil
+}
+
+// heldDigests is which of the digests the store holds, as a decision or as
+// a pruned decision's leaf.
+func heldDigests(ctx context.Context, tx pgx.Tx, digests [][]byte) (map[sig.Hash]bool, error) {
+	rows, err := tx.Query(ctx, "SELECT digest FROM waisteer.decisions WHERE digest = ANY($1)", digests)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	held := map[sig.Hash]bool{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		h, err := hash(b)
+		if err != nil {
+			return nil, err
+		}
+		held[h] = true
+	}
+	return held, rows.Err()
 }
 
 // snapshotIDs returns the ids of the snapshots the decisions ds[todo]

@@ -42,7 +42,7 @@ type Store struct {
 	mu       sync.Mutex
 	contexts map[context3]int64 // ids of the contexts known to be held
 	// frontiers are the rooms' logs as this server last appended to them.
-	frontiers map[sig.Hash]frontier
+	frontiers map[int32]frontier
 	loads     *Loads // the shared table on this store, closed first
 
 	health *health // whether the database answers (health.go)
@@ -139,7 +139,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	cc := cfg.ConnConfig
 	timeouts(cc, dsn, o, true)
-	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[sig.Hash]frontier{}}
+	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}}
 	// The probe makes a connection of its own: one the pool holds may
 	// be to a backend not yet stopped (health.saw).
 	probe := cc.Copy()
