@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
@@ -31,84 +32,35 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 	if len(ds) == 0 {
 		return nil
 	}
-	var fresh map[context3]int64
-	var after map[int32]frontier // the logs once committed
-	err := s.inFeed(ctx, lockDecisions, "decisions", func(tx pgx.Tx) error {
-		fresh = map[context3]int64{}
-		// Each decision once; one held already (or its leaf, pruned) is
-		// left as it is: a decision's bytes are its digest's.
-		seen := make(map[sig.Hash]bool, len(ds))
-		var all [][]byte
-		for i := range ds {
-			if !seen[ds[i].Digest] {
-				seen[ds[i].Digest] = true
-				all = append(all, ds[i].Digest[:])
-			}
+	var g *group
+	var err error
+	for range 3 {
+		// A group whose first batch failed before reaching the server
+		// (a connection the pool held had died) is sent again, on
+		// another connection: nothing of it was done (inTx).
+		if g, err = s.putGroup(ctx, ev, ds, rows); err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+			break
 		}
-		held, err := heldDigests(ctx, tx, all)
-		if err != nil {
-			return err
-		}
-		var todo []int
-		for i := range ds {
-			if seen[ds[i].Digest] && !held[ds[i].Digest] {
-				seen[ds[i].Digest] = false
-				todo = append(todo, i)
-			}
-		}
-		if len(todo) == 0 {
-			return nil
-		}
-		snapshots, err := s.snapshotIDs(ctx, tx, ev, ds, todo)
-		if err != nil {
-			return err
-		}
-		digests, rowsOf := make([][]byte, 0, len(todo)), make([][]byte, 0, len(todo))
-		ts, ctxs, snaps := make([]int64, 0, len(todo)), make([]int64, 0, len(todo)), make([]int64, 0, len(todo))
-		logged := make([]*store.Decision, 0, len(todo))
-		for _, i := range todo {
-			d := &ds[i]
-			c := context3{d.Room, d.Policy, d.Signer}
-			id, err := s.contextID(ctx, tx, c, fresh)
-			if err != nil {
-				return err
-			}
-			digests, rowsOf = append(digests, d.Digest[:]), append(rowsOf, rows[i])
-			ts, ctxs, snaps = append(ts, i64(d.T)), append(ctxs, id), append(snaps, snapshots[d.Evidence])
-			logged = append(logged, d)
-		}
-		var logs []int32
-		var idx []int64
-		if logs, idx, after, err = s.appendLogs(ctx, tx, logged); err != nil {
-			return err
-		}
-		// A digest stored meanwhile by another server fails the insert,
-		// and so the transaction: its leaf is not to be a hole.
-		_, err = tx.Exec(ctx, `INSERT INTO waisteer.decisions (t, snapshot, idx, context, log, digest, row)
-			SELECT t, s, x, c, l, d, r
-			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[]) AS u(d, t, c, s, r, l, x)`,
-			digests, ts, ctxs, snaps, rowsOf, logs, idx)
-		return err
-	})
+	}
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	for c, id := range fresh {
-		s.contexts[c] = id
+	maps.Copy(s.contexts, g.fresh)
+	maps.Copy(s.frontiers, g.after)
+	for room, id := range g.logs {
+		s.logs[room] = id
 	}
-	maps.Copy(s.frontiers, after)
 	s.mu.Unlock()
 	return nil
 }
 
-// heldDigests is which of the digests the store holds, as a decision or as
-// a pruned decision's leaf.
-func heldDigests(ctx context.Context, tx pgx.Tx, digests [][]byte) (map[sig.Hash]bool, error) {
-	rows, err := tx.Query(ctx, "SELECT digest FROM waisteer.decisions WHERE digest = ANY($1)", digests)
-	if err != nil {
-		return nil, err
-	}
+// selectHeld is which of the digests the store holds, as a decision or
+// as a pruned decision's leaf.
+const selectHeld = "SELECT digest FROM waisteer.decisions WHERE digest = ANY($1)"
+
+// scanHeld reads the rows of selectHeld.
+func scanHeld(rows pgx.Rows) (map[sig.Hash]bool, error) {
 	defer rows.Close()
 	held := map[sig.Hash]bool{}
 	for rows.Next() {
@@ -125,11 +77,9 @@ func heldDigests(ctx context.Context, tx pgx.Tx, digests [][]byte) (map[sig.Hash
 	return held, rows.Err()
 }
 
-// snapshotIDs returns the ids of the snapshots the decisions ds[todo]
-// reference, writing those given in ev that are not held. Those held are
-// locked (FOR KEY SHARE) to the commit, so that Prune cannot remove one that
-// a decision written here is about to reference.
-func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence, ds []store.Decision, todo []int) (map[sig.Hash]int64, error) {
+// snapshotKeys is the keys of the snapshots the decisions ds[todo]
+// reference, each once.
+func snapshotKeys(ds []store.Decision, todo []int) [][]byte {
 	var keys [][]byte
 	need := map[sig.Hash]bool{}
 	for _, i := range todo {
@@ -138,30 +88,35 @@ func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence,
 			keys = append(keys, k[:])
 		}
 	}
-	ids := map[sig.Hash]int64{}
-	scan := func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var k []byte
-			if err := rows.Scan(&id, &k); err != nil {
-				return err
-			}
-			h, err := hash(k)
-			if err != nil {
-				return err
-			}
-			ids[h] = id
+	return keys
+}
+
+// The snapshots of a group's decisions are read with the group's first
+// batch, and locked (FOR KEY SHARE) to the commit, so that Prune cannot
+// remove one that a decision written here is about to reference.
+const selectSnapshots = "SELECT id, key FROM waisteer.snapshots WHERE key = ANY($1) ORDER BY id FOR KEY SHARE"
+
+// scanSnapshots adds the rows of selectSnapshots, or of an insert that
+// returns the same, to ids.
+func scanSnapshots(rows pgx.Rows, ids map[sig.Hash]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var k []byte
+		if err := rows.Scan(&id, &k); err != nil {
+			return err
 		}
-		return rows.Err()
+		h, err := hash(k)
+		if err != nil {
+			return err
+		}
+		ids[h] = id
 	}
-	rows, err := tx.Query(ctx, "SELECT id, key FROM waisteer.snapshots WHERE key = ANY($1) ORDER BY id FOR KEY SHARE", keys)
-	if err != nil {
-		return nil, err
-	}
-	if err := scan(rows); err != nil {
-		return nil, err
-	}
+	return rows.Err()
+}
+
+// addSnapshots writes the snapshots of keys that ids lacks, from ev.
+func addSnapshots(ctx context.Context, tx querier, ev []store.Evidence, keys [][]byte, ids map[sig.Hash]int64) error {
 	var newKeys, bodies [][]byte
 	for _, k := range keys {
 		h := sig.Hash(k)
@@ -170,29 +125,26 @@ func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence,
 		}
 		j := slices.IndexFunc(ev, func(e store.Evidence) bool { return e.Key == h })
 		if j < 0 {
-			return nil, fmt.Errorf("%w: %s", store.ErrSnapshotMissing, h)
+			return fmt.Errorf("%w: %s", store.ErrSnapshotMissing, h)
 		}
 		if sha256.Sum256(ev[j].Body) != h {
-			return nil, fmt.Errorf("store: snapshot %s is not the SHA-256 of its body", h)
+			return fmt.Errorf("store: snapshot %s is not the SHA-256 of its body", h)
 		}
 		newKeys, bodies = append(newKeys, k), append(bodies, nonNil(ev[j].Body))
 	}
 	if len(newKeys) == 0 {
-		return ids, nil
+		return nil
 	}
-	rows, err = tx.Query(ctx, `INSERT INTO waisteer.snapshots (key, body) SELECT k, b FROM unnest($1::bytea[], $2::bytea[]) AS u(k, b)
+	rows, err := tx.Query(ctx, `INSERT INTO waisteer.snapshots (key, body) SELECT k, b FROM unnest($1::bytea[], $2::bytea[]) AS u(k, b)
 		RETURNING id, key`, newKeys, bodies)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := scan(rows); err != nil {
-		return nil, err
-	}
-	return ids, nil
+	return scanSnapshots(rows, ids)
 }
 
 // contextID returns the id of c, adding it when it is not held.
-func (s *Store) contextID(ctx context.Context, tx pgx.Tx, c context3, fresh map[context3]int64) (int64, error) {
+func (s *Store) contextID(ctx context.Context, tx querier, c context3, fresh map[context3]int64) (int64, error) {
 	if id, ok := fresh[c]; ok {
 		return id, nil
 	}

@@ -331,59 +331,6 @@ func (s *Store) roomLog(ctx context.Context, q querier, room sig.Hash) (int32, i
 	return id, n, err == nil, err
 }
 
-// appendLogs gives the decisions, not yet stored, their leaves in their
-// rooms' logs, in tx, which holds the decisions' lock (one sequence for
-// every server: item 7 of issue 16), and writes the tiles that changed and
-// the logs' sizes. It returns each decision's log and index, and the logs'
-// frontiers after, for the caller to keep once tx commits.
-func (s *Store) appendLogs(ctx context.Context, tx pgx.Tx, ds []*store.Decision) (logs []int32, idx []int64, after map[int32]frontier, err error) {
-	var rooms []sig.Hash
-	of := map[sig.Hash][]int{}
-	for i, d := range ds {
-		if _, ok := of[d.Room]; !ok {
-			rooms = append(rooms, d.Room)
-		}
-		of[d.Room] = append(of[d.Room], i)
-	}
-	logs, idx, after = make([]int32, len(ds)), make([]int64, len(ds)), map[int32]frontier{}
-	for _, room := range rooms {
-		id, n, ok, err := s.roomLog(ctx, tx, room)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if !ok {
-			if err := tx.QueryRow(ctx, "INSERT INTO waisteer.logs (room) VALUES ($1) RETURNING id", room[:]).Scan(&id); err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		s.mu.Lock()
-		f, known := s.frontiers[id]
-		s.mu.Unlock()
-		if !known || f.size != n {
-			if f, err = readFrontier(ctx, tx, id, n); err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		es := make([]store.LogEntry, len(of[room]))
-		for k, i := range of[room] {
-			es[k] = store.LogEntry{Digest: ds[i].Digest, T: ds[i].T}
-			logs[i], idx[i] = id, n+int64(k)
-		}
-		next, ts, err := appendTo(f, es)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("postgres: room %s's log: %w", room, err)
-		}
-		if err := writeTiles(ctx, tx, id, ts); err != nil {
-			return nil, nil, nil, err
-		}
-		if _, err := tx.Exec(ctx, "UPDATE waisteer.logs SET size = $2 WHERE id = $1", id, next.size); err != nil {
-			return nil, nil, nil, err
-		}
-		after[id] = next
-	}
-	return logs, idx, after, nil
-}
-
 // LogSize is the number of leaves in the room's log.
 func (s *Store) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
 	_, n, _, err := s.roomLog(ctx, s.pool, room)

@@ -43,7 +43,8 @@ type Store struct {
 	contexts map[context3]int64 // ids of the contexts known to be held
 	// frontiers are the rooms' logs as this server last appended to them.
 	frontiers map[int32]frontier
-	loads     *Loads // the shared table on this store, closed first
+	logs      map[sig.Hash]int32 // the rooms' logs known to be held
+	loads     *Loads             // the shared table on this store, closed first
 
 	health *health // whether the database answers (health.go)
 }
@@ -139,7 +140,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	cc := cfg.ConnConfig
 	timeouts(cc, dsn, o, true)
-	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}}
+	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}, logs: map[sig.Hash]int32{}}
 	// The probe makes a connection of its own: one the pool holds may
 	// be to a backend not yet stopped (health.saw).
 	probe := cc.Copy()
