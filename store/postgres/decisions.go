@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,6 +35,15 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 	}
 	var g *group
 	var err error
+	began := time.Now()
+	defer func() {
+		if err != nil {
+			s.metrics.failures.Add(1)
+			return
+		}
+		s.metrics.groups.Add(1)
+		s.metrics.commit.ObserveDuration(time.Since(began))
+	}()
 	for range 3 {
 		// A group whose first batch failed before reaching the server
 		// (a connection the pool held had died) is sent again, on

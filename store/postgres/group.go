@@ -88,6 +88,7 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	b.Queue("SELECT id, room, size FROM waisteer.logs WHERE room = ANY($1) AND writer IS NULL ORDER BY room FOR UPDATE", roomBytes)
 	b.Queue(selectHeld, digests)
 	b.Queue(selectSnapshots, keys)
+	sent := time.Now()
 	br := conn.SendBatch(ctx, b)
 	g = &group{fresh: map[context3]int64{}, after: map[int32]frontier{}, logs: map[sig.Hash]int32{}}
 	sizes := map[sig.Hash]int64{}
@@ -140,6 +141,8 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.roundTrip.ObserveDuration(time.Since(sent))
+	s.metrics.lockWait.ObserveDuration(time.Since(sent))
 	for _, r := range rooms {
 		if _, ok := g.logs[r]; !ok {
 			return nil, fmt.Errorf("postgres: room %s has no log", r)
@@ -196,6 +199,9 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		f, known := s.frontiers[id]
 		s.mu.Unlock()
 		if !known || f.size != n {
+			if known {
+				s.metrics.handOvers.Add(1)
+			}
 			if f, err = readFrontier(ctx, conn, id, n); err != nil {
 				return nil, err
 			}
@@ -230,6 +236,7 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	}
 	b.Queue("UPDATE waisteer.logs l SET size = u.n FROM unnest($1::integer[], $2::bigint[]) AS u(i, n) WHERE l.id = u.i", logIDs, logSizes)
 	b.Queue("COMMIT")
+	sent = time.Now()
 	br = conn.SendBatch(ctx, b)
 	err = func() error {
 		defer br.Close()
@@ -247,5 +254,6 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.roundTrip.ObserveDuration(time.Since(sent))
 	return g, nil
 }

@@ -43,6 +43,7 @@ type Loads struct {
 	// restored is closed once the live sessions the others held at the
 	// start are counted (the first follow, beside steering: issue 31).
 	restored chan struct{}
+	followed atomic.Int64 // when the others' sessions were last read, ns since 1970
 
 	closed atomic.Bool
 }
@@ -304,6 +305,7 @@ func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
 			return at, err
 		}
 		if k < steersBatch {
+			l.followed.Store(time.Now().UnixNano())
 			return at, nil
 		}
 	}
