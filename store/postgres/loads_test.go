@@ -116,6 +116,13 @@ func TestLoadsStartUpBesideSteering(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("NewLoads took %v with %d live sessions, more than a second", took, live)
 	}
+	// Beside, not before: reading 300 000 rows takes longer than NewLoads
+	// took (0.6 s alone on the machine of issue 31, 2 s under -race).
+	select {
+	case <-l.Restored():
+		t.Errorf("the live sessions were counted before NewLoads returned (%v)", took)
+	default:
+	}
 	// A decision at once, before the count: it is this server's, and
 	// counts whatever the count finds.
 	steerTo(t, l, room, report.Session{0xff, 1}, 200, 2, 1_000_000)
