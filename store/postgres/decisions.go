@@ -5,6 +5,7 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,11 +45,19 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		s.metrics.groups.Add(1)
 		s.metrics.commit.ObserveDuration(time.Since(began))
 	}()
-	for range 3 {
+	checkHeld := false
+	for range 4 {
 		// A group whose first batch failed before reaching the server
 		// (a connection the pool held had died) is sent again, on
-		// another connection: nothing of it was done (inTx).
-		if g, err = s.putGroup(ctx, ev, ds, rows); err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+		// another connection: nothing of it was done (inTx). One that
+		// found a digest held is sent again asking which (group.go).
+		g, err = s.putGroup(ctx, ev, ds, rows, checkHeld)
+		var pe *pgconn.PgError
+		if !checkHeld && errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "decisions_pkey" {
+			checkHeld = true
+			continue
+		}
+		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
 			break
 		}
 	}

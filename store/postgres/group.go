@@ -1,11 +1,17 @@
 package postgres
 
 // A group of decisions written in few round trips (issue 31): the first
-// batch begins the transaction, locks the rooms' logs and reads which
-// decisions are held and the snapshots they reference; the last writes
-// the decisions with their leaves, the tiles and the logs' sizes, and
-// commits. Between them, only what is rare: a snapshot, a context or a
-// log not known, or a log another server appended to since this one did.
+// batch begins the transaction, locks the rooms' logs and reads the
+// snapshots the decisions reference; the last writes the decisions with
+// their leaves, the tiles and the logs' sizes, and commits. Between them,
+// only what is rare: a snapshot, a context or a log not known, or a log
+// another server appended to since this one did.
+//
+// A decision already held (put again) is rare too: the group is written as
+// if none were, and a digest held fails the insert (a unique violation),
+// which undoes the whole transaction; the group is then written again,
+// asking first which are held (checkHeld), and leaving those out. (Asking
+// every time cost more than the rest of the first batch together.)
 
 import (
 	"context"
@@ -28,7 +34,7 @@ type group struct {
 
 // putGroup writes the decisions not yet held, in one transaction on a
 // connection of its own.
-func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.Decision, rows [][]byte) (g *group, err error) {
+func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.Decision, rows [][]byte, checkHeld bool) (g *group, err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -86,7 +92,9 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	}
 	// The rooms' logs locked to the commit: one append at a time to each.
 	b.Queue("SELECT id, room, size FROM waisteer.logs WHERE room = ANY($1) AND writer IS NULL ORDER BY room FOR UPDATE", roomBytes)
-	b.Queue(selectHeld, digests)
+	if checkHeld {
+		b.Queue(selectHeld, digests)
+	}
 	b.Queue(selectSnapshots, keys)
 	sent := time.Now()
 	br := conn.SendBatch(ctx, b)
@@ -127,11 +135,13 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		if err := rs.Err(); err != nil {
 			return err
 		}
-		if rs, err = br.Query(); err != nil {
-			return err
-		}
-		if held, err = scanHeld(rs); err != nil {
-			return err
+		if checkHeld {
+			if rs, err = br.Query(); err != nil {
+				return err
+			}
+			if held, err = scanHeld(rs); err != nil {
+				return err
+			}
 		}
 		if rs, err = br.Query(); err != nil {
 			return err
@@ -217,9 +227,8 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		logIDs, logSizes = append(logIDs, id), append(logSizes, next.size)
 	}
 
-	// The last round trip. A digest stored meanwhile by another server
-	// (possible only in another room's group: a digest names its room)
-	// fails the insert, and so the transaction: a leaf is never a hole.
+	// The last round trip. A digest held fails the insert, and so the
+	// transaction: a leaf is never a hole.
 	b = &pgx.Batch{}
 	b.Queue(`INSERT INTO waisteer.decisions (t, snapshot, idx, context, log, digest, row)
 		SELECT t, s, x, c, l, d, r

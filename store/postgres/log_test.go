@@ -134,3 +134,41 @@ func TestLogTiles(t *testing.T) {
 		t.Errorf("%d rows of tiles for %d leaves, want %d", rows, total, want)
 	}
 }
+
+// TestPutHeldAgain (issue 31, group.go): a group written as if none of
+// its decisions were held, with some held (put before, one of them
+// pruned), is written again leaving those out: the new ones are the next
+// leaves, in order, with no hole and no leaf twice; a group of held ones
+// alone changes nothing.
+func TestPutHeldAgain(t *testing.T) {
+	s, _ := open(t)
+	ctx := bg(t)
+	room := ds0Room()
+	ds, ev := benchDecisions(20, 0)
+	if err := s.PutDecisions(ctx, []store.Evidence{ev}, ds[:10]); err != nil {
+		t.Fatal(err)
+	}
+	// Decision 0 pruned: its leaf stays, its row without bytes.
+	if _, err := s.pool.Exec(ctx, "UPDATE waisteer.decisions SET row = NULL, context = NULL, snapshot = NULL WHERE digest = $1", ds[0].Digest[:]); err != nil {
+		t.Fatal(err)
+	}
+	again := []store.Decision{ds[10], ds[0], ds[11], ds[5], ds[12], ds[12]}
+	if err := s.PutDecisions(ctx, []store.Evidence{ev}, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutDecisions(ctx, []store.Evidence{ev}, ds[3:6]); err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.LogEntries(ctx, room, 0, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range append(ds[:10:10], ds[10], ds[11], ds[12]) {
+		if es[i].Digest != want.Digest {
+			t.Fatalf("leaf %d is not the decision put %d-th", i, i)
+		}
+	}
+	if n, err := s.LogSize(ctx, room); err != nil || n != 13 {
+		t.Fatalf("size %d, %v; want 13", n, err)
+	}
+}
