@@ -25,6 +25,11 @@ import (
 	"github.com/waisteer/waisteer/store"
 )
 
+// catchUp is how many leaves another server may have appended to a log for
+// this one to append them to its frontier, rather than read the log's
+// partial tiles again.
+const catchUp = 1024
+
 // A group is what a committed group leaves this server to remember.
 type group struct {
 	fresh map[context3]int64
@@ -208,7 +213,19 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		s.mu.Lock()
 		f, known := s.frontiers[id]
 		s.mu.Unlock()
-		if !known || f.size != n {
+		switch {
+		case known && f.size < n && n-f.size <= catchUp:
+			// Another server appended since: its leaves, appended
+			// here too, give the frontier (their tiles are written).
+			s.metrics.handOvers.Add(1)
+			theirs, err := readLeaves(ctx, conn, id, f.size, n)
+			if err != nil {
+				return nil, err
+			}
+			if f, _, err = appendTo(f, theirs); err != nil {
+				return nil, fmt.Errorf("postgres: room %s's log: %w", r, err)
+			}
+		case !known || f.size != n:
 			if known {
 				s.metrics.handOvers.Add(1)
 			}
