@@ -95,10 +95,26 @@ func (s *Server) openRooms(ctx context.Context, cfg Config) ([]*roomsteer.Room, 
 func (s *Server) resumeRooms(ctx context.Context, hubs []*roomsteer.Room) (recount func(context.Context), err error) {
 	memLoads, _ := s.loads.(*store.MemLoads)
 	if memLoads == nil {
-		for _, h := range hubs {
-			h.MarkRestored()
+		// A shared table counts the live sessions the others hold beside
+		// steering (postgres.Loads.Restored, issue 31).
+		shared, ok := s.loads.(interface{ Restored() <-chan struct{} })
+		if !ok {
+			for _, h := range hubs {
+				h.MarkRestored()
+			}
+			return func(context.Context) {}, nil
 		}
-		return func(context.Context) {}, nil
+		return func(bg context.Context) {
+			s.spawn(func() {
+				select {
+				case <-shared.Restored():
+					for _, h := range hubs {
+						h.MarkRestored()
+					}
+				case <-bg.Done():
+				}
+			})
+		}, nil
 	}
 	resumed := make([]restore.Logged, len(hubs))
 	for i, h := range hubs {

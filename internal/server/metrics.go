@@ -128,6 +128,9 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "waisteer_store_up %d\n", upValue)
 	b.WriteString("# HELP waisteer_store_outages_total Times the store became unreachable.\n# TYPE waisteer_store_outages_total counter\n")
 	fmt.Fprintf(&b, "waisteer_store_outages_total %d\n", outages)
+	if m, ok := s.st.(interface{ WriteMetrics(*bytes.Buffer) }); ok {
+		m.WriteMetrics(&b) // a shared store's own (store/postgres, issue 31)
+	}
 
 	roomsteer.WriteMetrics(r.Context(), &b, s.sortedHubs(), s.clock())
 	s.pools.WriteMetrics(r.Context(), &b)

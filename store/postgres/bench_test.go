@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,4 +113,50 @@ func openB(b *testing.B) (*Store, string) {
 	}
 	b.Cleanup(func() { s.Close() })
 	return s, dsn
+}
+
+// BenchmarkServersOneRoom is 1, 2 and 3 servers (stores on one database)
+// each putting groups of 32 decisions of one room as fast as they commit
+// (issue 31: adding a server should not lower a room's rate): decisions/s
+// of them all together, and how often a server found the room's log moved
+// by another (hand-overs per group).
+func BenchmarkServersOneRoom(b *testing.B) {
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
+			first, dsn := openB(b)
+			ss := []*Store{first}
+			for range n - 1 {
+				s, err := Open(context.Background(), dsn)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				ss = append(ss, s)
+			}
+			var next atomic.Uint64
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, s := range ss {
+				wg.Go(func() {
+					for time.Since(start) < 3*time.Second {
+						from := next.Add(32) - 32
+						ds, ev := benchDecisions(32, from)
+						if err := s.PutDecisions(context.Background(), []store.Evidence{ev}, ds); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			took := time.Since(start)
+			var groups, moved uint64
+			for _, s := range ss {
+				groups += s.metrics.groups.Load()
+				moved += s.metrics.handOvers.Load()
+			}
+			b.ReportMetric(float64(groups*32)/took.Seconds(), "decisions/s")
+			b.ReportMetric(float64(moved)/float64(max(groups, 1)), "handovers/group")
+		})
+	}
 }

@@ -5,11 +5,14 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/store"
@@ -31,85 +34,73 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 	if len(ds) == 0 {
 		return nil
 	}
-	var fresh map[context3]int64
-	var after map[sig.Hash]frontier // the rooms' logs once committed
-	err := s.inFeed(ctx, lockDecisions, "decisions", func(tx pgx.Tx) error {
-		fresh = map[context3]int64{}
-		// Each decision once; one held already is left as it is (ON
-		// CONFLICT below): a decision's bytes are its digest's.
-		seen := make(map[sig.Hash]bool, len(ds))
-		var todo []int
-		for i := range ds {
-			if !seen[ds[i].Digest] {
-				seen[ds[i].Digest] = true
-				todo = append(todo, i)
-			}
-		}
-		snapshots, err := s.snapshotIDs(ctx, tx, ev, ds, todo)
+	var g *group
+	var err error
+	began := time.Now()
+	defer func() {
 		if err != nil {
-			return err
+			s.metrics.failures.Add(1)
+			return
 		}
-		digests, rowsOf := make([][]byte, 0, len(todo)), make([][]byte, 0, len(todo))
-		ts, ctxs, snaps := make([]int64, 0, len(todo)), make([]int64, 0, len(todo)), make([]int64, 0, len(todo))
-		for _, i := range todo {
-			d := &ds[i]
-			c := context3{d.Room, d.Policy, d.Signer}
-			id, err := s.contextID(ctx, tx, c, fresh)
-			if err != nil {
-				return err
-			}
-			digests, rowsOf = append(digests, d.Digest[:]), append(rowsOf, rows[i])
-			ts, ctxs, snaps = append(ts, i64(d.T)), append(ctxs, id), append(snaps, snapshots[d.Evidence])
+		s.metrics.groups.Add(1)
+		s.metrics.commit.ObserveDuration(time.Since(began))
+	}()
+	checkHeld := false
+	for range 4 {
+		// A group whose first batch failed before reaching the server
+		// (a connection the pool held had died) is sent again, on
+		// another connection: nothing of it was done (inTx). One that
+		// found a digest held is sent again asking which (group.go).
+		g, err = s.putGroup(ctx, ev, ds, rows, checkHeld)
+		var pe *pgconn.PgError
+		if !checkHeld && errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "decisions_pkey" {
+			checkHeld = true
+			continue
 		}
-		rs, err := tx.Query(ctx, `INSERT INTO waisteer.decisions (digest, seq, writer, t, context, snapshot, row)
-			SELECT d, nextval('waisteer.feed'), $6, t, c, s, r
-			FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(d, t, c, s, r, i)
-			ORDER BY i ON CONFLICT (digest) DO NOTHING RETURNING digest`, digests, ts, ctxs, snaps, rowsOf, s.instance)
-		if err != nil {
-			return err
+		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+			break
 		}
-		defer rs.Close()
-		added := map[sig.Hash]bool{}
-		for rs.Next() {
-			var b []byte
-			if err := rs.Scan(&b); err != nil {
-				return err
-			}
-			h, err := hash(b)
-			if err != nil {
-				return err
-			}
-			added[h] = true
-		}
-		if err := rs.Err(); err != nil {
-			return err
-		}
-		var logged []store.Decision
-		for _, i := range todo {
-			if added[ds[i].Digest] {
-				logged = append(logged, ds[i])
-			}
-		}
-		after, err = s.appendLogs(ctx, tx, logged)
-		return err
-	})
+	}
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	for c, id := range fresh {
-		s.contexts[c] = id
+	maps.Copy(s.contexts, g.fresh)
+	maps.Copy(s.frontiers, g.after)
+	for room, id := range g.logs {
+		s.logs[room] = id
 	}
-	maps.Copy(s.frontiers, after)
 	s.mu.Unlock()
 	return nil
 }
 
-// snapshotIDs returns the ids of the snapshots the decisions ds[todo]
-// reference, writing those given in ev that are not held. Those held are
-// locked (FOR KEY SHARE) to the commit, so that Prune cannot remove one that
-// a decision written here is about to reference.
-func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence, ds []store.Decision, todo []int) (map[sig.Hash]int64, error) {
+// selectHeld is which of the digests the store holds, as a decision or
+// as a pruned decision's leaf.
+// (A join, not digest = ANY($1): the statement's generic plan, which
+// PostgreSQL takes after five runs, scanned the whole table for that.)
+const selectHeld = "SELECT d.digest FROM unnest($1::bytea[]) AS u(k) JOIN waisteer.decisions d ON d.digest = u.k"
+
+// scanHeld reads the rows of selectHeld.
+func scanHeld(rows pgx.Rows) (map[sig.Hash]bool, error) {
+	defer rows.Close()
+	held := map[sig.Hash]bool{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		h, err := hash(b)
+		if err != nil {
+			return nil, err
+		}
+		held[h] = true
+	}
+	return held, rows.Err()
+}
+
+// snapshotKeys is the keys of the snapshots the decisions ds[todo]
+// reference, each once.
+func snapshotKeys(ds []store.Decision, todo []int) [][]byte {
 	var keys [][]byte
 	need := map[sig.Hash]bool{}
 	for _, i := range todo {
@@ -118,30 +109,35 @@ func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence,
 			keys = append(keys, k[:])
 		}
 	}
-	ids := map[sig.Hash]int64{}
-	scan := func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var k []byte
-			if err := rows.Scan(&id, &k); err != nil {
-				return err
-			}
-			h, err := hash(k)
-			if err != nil {
-				return err
-			}
-			ids[h] = id
+	return keys
+}
+
+// The snapshots of a group's decisions are read with the group's first
+// batch, and locked (FOR KEY SHARE) to the commit, so that Prune cannot
+// remove one that a decision written here is about to reference.
+const selectSnapshots = "SELECT id, key FROM waisteer.snapshots WHERE key = ANY($1) ORDER BY id FOR KEY SHARE"
+
+// scanSnapshots adds the rows of selectSnapshots, or of an insert that
+// returns the same, to ids.
+func scanSnapshots(rows pgx.Rows, ids map[sig.Hash]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var k []byte
+		if err := rows.Scan(&id, &k); err != nil {
+			return err
 		}
-		return rows.Err()
+		h, err := hash(k)
+		if err != nil {
+			return err
+		}
+		ids[h] = id
 	}
-	rows, err := tx.Query(ctx, "SELECT id, key FROM waisteer.snapshots WHERE key = ANY($1) ORDER BY id FOR KEY SHARE", keys)
-	if err != nil {
-		return nil, err
-	}
-	if err := scan(rows); err != nil {
-		return nil, err
-	}
+	return rows.Err()
+}
+
+// addSnapshots writes the snapshots of keys that ids lacks, from ev.
+func addSnapshots(ctx context.Context, tx querier, ev []store.Evidence, keys [][]byte, ids map[sig.Hash]int64) error {
 	var newKeys, bodies [][]byte
 	for _, k := range keys {
 		h := sig.Hash(k)
@@ -150,29 +146,26 @@ func (s *Store) snapshotIDs(ctx context.Context, tx pgx.Tx, ev []store.Evidence,
 		}
 		j := slices.IndexFunc(ev, func(e store.Evidence) bool { return e.Key == h })
 		if j < 0 {
-			return nil, fmt.Errorf("%w: %s", store.ErrSnapshotMissing, h)
+			return fmt.Errorf("%w: %s", store.ErrSnapshotMissing, h)
 		}
 		if sha256.Sum256(ev[j].Body) != h {
-			return nil, fmt.Errorf("store: snapshot %s is not the SHA-256 of its body", h)
+			return fmt.Errorf("store: snapshot %s is not the SHA-256 of its body", h)
 		}
 		newKeys, bodies = append(newKeys, k), append(bodies, nonNil(ev[j].Body))
 	}
 	if len(newKeys) == 0 {
-		return ids, nil
+		return nil
 	}
-	rows, err = tx.Query(ctx, `INSERT INTO waisteer.snapshots (key, body) SELECT k, b FROM unnest($1::bytea[], $2::bytea[]) AS u(k, b)
+	rows, err := tx.Query(ctx, `INSERT INTO waisteer.snapshots (key, body) SELECT k, b FROM unnest($1::bytea[], $2::bytea[]) AS u(k, b)
 		RETURNING id, key`, newKeys, bodies)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := scan(rows); err != nil {
-		return nil, err
-	}
-	return ids, nil
+	return scanSnapshots(rows, ids)
 }
 
 // contextID returns the id of c, adding it when it is not held.
-func (s *Store) contextID(ctx context.Context, tx pgx.Tx, c context3, fresh map[context3]int64) (int64, error) {
+func (s *Store) contextID(ctx context.Context, tx querier, c context3, fresh map[context3]int64) (int64, error) {
 	if id, ok := fresh[c]; ok {
 		return id, nil
 	}

@@ -40,6 +40,11 @@ type Loads struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
+	// restored is closed once the live sessions the others held at the
+	// start are counted (the first follow, beside steering: issue 31).
+	restored chan struct{}
+	followed atomic.Int64 // when the others' sessions were last read, ns since 1970
+
 	closed atomic.Bool
 }
 
@@ -64,27 +69,32 @@ const (
 
 var _ store.Loads = (*Loads)(nil)
 
-// NewLoads starts the shared table on the store's database: it reads the
-// live sessions the other servers hold, then writes and reads as it goes
-// until Close, or the store's Close.
+// NewLoads starts the shared table on the store's database: it writes
+// and reads as it goes until Close, or the store's Close. The live
+// sessions the other servers hold are read beside steering, as the bbolt
+// store's are counted again from its logs (issue 31: a start-up within a
+// second, whatever their number): Restored says when they are counted.
 func NewLoads(ctx context.Context, st *Store, log *slog.Logger) (*Loads, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	l := &Loads{st: st, local: store.NewLoads(), log: log}
-	var at int64
-	var err error
-	if at, err = l.follow(ctx, 0); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	l := &Loads{st: st, local: store.NewLoads(), log: log, restored: make(chan struct{})}
 	bg, stop := context.WithCancel(context.Background())
 	l.stop = stop
-	l.wg.Go(func() { l.run(bg, at) })
+	l.wg.Go(func() { l.run(bg) })
 	st.mu.Lock()
 	st.loads = l
 	st.mu.Unlock()
 	return l, nil
 }
+
+// Restored is closed once the sessions live at the start, every server's,
+// are counted here. Before, a decision states fewer than live (the room's
+// restoring_loads, as on bbolt).
+func (l *Loads) Restored() <-chan struct{} { return l.restored }
 
 // Close writes what is pending and stops; again, it does nothing.
 func (l *Loads) Close() error {
@@ -141,7 +151,30 @@ func (l *Loads) Sweep(now uint64) int { return l.local.Sweep(now) }
 // waits (retry.Backoff: 50 ms doubling to 5 s, with jitter), or until the
 // store is back, before it tries again; the store logs the outage, once
 // (health.go), so a failure here is logged at debug level only.
-func (l *Loads) run(ctx context.Context, at int64) {
+func (l *Loads) run(ctx context.Context) {
+	// The first follow reads every live session: on a goroutine of its
+	// own, so that this server's sessions are written meanwhile. It is
+	// tried until it succeeds, as the follows after it.
+	first := make(chan int64, 1)
+	l.wg.Go(func() {
+		b := retry.Backoff{First: retryFirst, Max: retryMax}
+		for {
+			at, err := l.follow(ctx, 0)
+			if err == nil {
+				first <- at
+				close(l.restored)
+				return
+			}
+			l.log.Debug("sharing the loads: counting the live sessions: retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(b.Next()):
+			}
+		}
+	})
+	var at int64
+	following := false
 	flush, follow, prune := time.NewTicker(flushEvery), time.NewTicker(followEvery), time.NewTicker(pruneEvery)
 	defer flush.Stop()
 	defer follow.Stop()
@@ -179,8 +212,10 @@ func (l *Loads) run(ctx context.Context, at int64) {
 			if some && !waiting() { // nothing written is no success
 				note(l.flush(ctx))
 			}
+		case at = <-first:
+			following = true
 		case <-follow.C:
-			if waiting() {
+			if waiting() || !following {
 				continue
 			}
 			next, err := l.follow(ctx, at)
@@ -270,6 +305,7 @@ func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
 			return at, err
 		}
 		if k < steersBatch {
+			l.followed.Store(time.Now().UnixNano())
 			return at, nil
 		}
 	}

@@ -90,3 +90,53 @@ func TestSharedLoads(t *testing.T) {
 	// And expiry holds as in one server's table: s2 until 3000.
 	eventually(t, c, room, 3001, []uint32{0, 1, 0}, time.Second)
 }
+
+// TestLoadsStartUpBesideSteering (issue 31, "start-up within 1 s whatever
+// the number of live sessions; the recount beside steering, as bbolt
+// does"): with 300 000 live sessions of other servers in the shared table,
+// NewLoads returns within a second; the sessions are counted after
+// (Restored), 100 000 on each pathway as written (first = i mod 3), and a
+// decision made before they are counted is not lost: it counts too.
+func TestLoadsStartUpBesideSteering(t *testing.T) {
+	st, _ := open(t)
+	ctx := bg(t)
+	room := sig.Digest([]byte("room"))
+	const live = 300_000
+	// Written as another server (writer 0 is no opening's) writes them:
+	// expires and t as i64 writes them (the top bit flipped).
+	if _, err := st.pool.Exec(ctx, `INSERT INTO waisteer.steers (seq, writer, room, session, n, first, expires, t)
+		SELECT nextval('waisteer.feed'), 0, $1, decode(lpad(to_hex(g), 32, '0'), 'hex'), 3, g % 3, $2, $3
+		FROM generate_series(1, $4) AS g`, room[:], i64(1_000_000), i64(100), live); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l := newLoads(t, st)
+	took := time.Since(start)
+	t.Logf("NewLoads with %d live sessions in the table: %v", live, took)
+	if took > time.Second {
+		t.Errorf("NewLoads took %v with %d live sessions, more than a second", took, live)
+	}
+	// Beside, not before: reading 300 000 rows takes longer than NewLoads
+	// took (0.6 s alone on the machine of issue 31, 2 s under -race).
+	select {
+	case <-l.Restored():
+		t.Errorf("the live sessions were counted before NewLoads returned (%v)", took)
+	default:
+	}
+	// A decision at once, before the count: it is this server's, and
+	// counts whatever the count finds.
+	steerTo(t, l, room, report.Session{0xff, 1}, 200, 2, 1_000_000)
+	select {
+	case <-l.Restored():
+	case <-time.After(90 * time.Second):
+		t.Fatal("the live sessions were not counted within 90 s")
+	}
+	t.Logf("counted after %v", time.Since(start))
+	got, err := l.Snapshot(ctx, room, 3, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint32{live / 3, live / 3, live/3 + 1}; !slices.Equal(got, want) {
+		t.Fatalf("loads %v after the count, want %v", got, want)
+	}
+}

@@ -1,11 +1,21 @@
 package postgres
 
-// The rooms' decision logs: appends, frontiers and reads of their leaves.
+// The rooms' decision logs (issue 16; issue 31's layout): a log is a row of
+// waisteer.logs, its leaves are its decisions' rows (log, idx, digest, t),
+// and its stored hashes are tlog's tiles of height 8 in log_tiles: a row
+// for each complete tile of the bottom level (256 leaf hashes, 8 KiB,
+// written once), and above it a row for each hash of tree level 8L, the
+// bottom of tile level L (one for every 256^L leaves, written once), from
+// which tlog reads the levels between. The partial bottom tile is not
+// stored: its hashes are its leaves' (RFC 6962 §2.1), read from the rows.
+// Nothing is written twice; a decision costs its row and 32 bytes of tile,
+// not a leaf row and two hash rows.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
@@ -14,15 +24,24 @@ import (
 	"github.com/waisteer/waisteer/store"
 )
 
-// A frontier is what a server knows of a room's log after its own last
-// append: the size, and the stored hashes of the tree's peaks (its largest
-// complete subtrees, at most one per level), which are all that appending
-// to it reads. It holds while log_sizes still says that size: sizes only
-// grow, so no other server has appended meanwhile.
+// tileHeight is the tiles' height: 256 hashes to a tile, as the bbolt
+// store's and C2SP tlog-tiles'.
+const (
+	tileHeight = 8
+	tileWidth  = 1 << tileHeight
+)
+
+// A frontier is what a server knows of a log after its own last append:
+// its size and, for each tile level L, the hashes (of tree level 8L) of the
+// level's partial tile, which are all that appending reads. It holds while
+// the log's size in waisteer.logs still says that size: sizes only grow.
 type frontier struct {
 	size  int64
-	peaks map[int64]tlog.Hash
+	tails [][]byte // tails[L]: the partial tile of level L, 32 bytes a hash
 }
+
+// count is the number of hashes of tree level 8L in a log of n leaves.
+func count(n int64, level int) int64 { return n >> (tileHeight * level) }
 
 // peaks is the stored hash indexes of the peaks of a tree of n leaves.
 func peaks(n int64) []int64 {
@@ -37,133 +56,86 @@ func peaks(n int64) []int64 {
 	return xs
 }
 
-// appendLogs appends the decisions to their rooms' logs in tx, which holds
-// the decisions' lock (one sequence for every server: item 7 of issue 16):
-// a round trip for the size, one for the peaks when this server's frontier
-// is not the log's, and one for the leaves, hashes and size. It returns
-// the rooms' frontiers after it, for the caller to keep once tx commits.
-func (s *Store) appendLogs(ctx context.Context, tx pgx.Tx, ds []store.Decision) (map[sig.Hash]frontier, error) {
-	var rooms []sig.Hash
-	leaves := map[sig.Hash][]store.LogEntry{}
-	for _, d := range ds {
-		if _, ok := leaves[d.Room]; !ok {
-			rooms = append(rooms, d.Room)
-		}
-		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
+// A tileRow is a tile to write: complete, or the partial one of its level.
+type tileRow struct {
+	level int
+	n     int64
+	data  []byte
+}
+
+// appendTo appends the leaves to the log f describes: the frontier after,
+// and the tiles that changed. f is left as it was.
+func appendTo(f frontier, es []store.LogEntry) (frontier, []tileRow, error) {
+	n := f.size
+	bs := make([][]byte, len(es))
+	for k, e := range es {
+		bs[k] = e.Leaf()
 	}
-	after := map[sig.Hash]frontier{}
-	for _, room := range rooms {
-		var n int64
-		err := tx.QueryRow(ctx, "SELECT size FROM waisteer.log_sizes WHERE room = $1", room[:]).Scan(&n)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, err
-		}
-		s.mu.Lock()
-		f, known := s.frontiers[room]
-		s.mu.Unlock()
-		if !known || f.size != n {
-			if f, err = readFrontier(ctx, tx, room, n); err != nil {
+	fresh, err := store.AppendLog(n, bs, func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		for i, x := range indexes {
+			t := tlog.TileForIndex(tileHeight, x)
+			if t.L >= len(f.tails) || t.N != count(n, t.L)>>tileHeight || len(f.tails[t.L]) < t.W*tlog.HashSize {
+				return nil, fmt.Errorf("postgres: log hash %d is not in the partial tiles of %d leaves", x, n)
+			}
+			t.W = len(f.tails[t.L]) / tlog.HashSize
+			h, err := tlog.HashFromTile(t, f.tails[t.L], x)
+			if err != nil {
 				return nil, err
 			}
+			out[i] = h
 		}
-		es := leaves[room]
-		bs := make([][]byte, len(es))
-		digests, ts, idx := make([][]byte, len(es)), make([]int64, len(es)), make([]int64, len(es))
-		for k, e := range es {
-			bs[k] = e.Leaf()
-			digests[k], ts[k], idx[k] = e.Digest[:], i64(e.T), n+int64(k)
-		}
-		fresh, err := store.AppendLog(n, bs, func(indexes []int64) ([]tlog.Hash, error) {
-			out := make([]tlog.Hash, len(indexes))
-			for i, x := range indexes {
-				h, ok := f.peaks[x]
-				if !ok {
-					return nil, fmt.Errorf("postgres: room %s's log hash %d is not a peak of its %d leaves", room, x, n)
-				}
-				out[i] = h
-			}
-			return out, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		base := tlog.StoredHashCount(n)
-		hx, hv := make([]int64, 0, len(fresh)), make([][]byte, 0, len(fresh))
-		for k := range fresh {
-			hx, hv = append(hx, base+int64(k)), append(hv, fresh[k][:])
-		}
-		size := n + int64(len(es))
-		if _, err := tx.Exec(ctx, `WITH e AS (
-				INSERT INTO waisteer.log_entries (room, idx, digest, t) SELECT $1, i, d, t FROM unnest($2::bigint[], $3::bytea[], $4::bigint[]) AS u(i, d, t)
-			), h AS (
-				INSERT INTO waisteer.log_hashes (room, idx, hash) SELECT $1, i, h FROM unnest($5::bigint[], $6::bytea[]) AS u(i, h)
-			)
-			INSERT INTO waisteer.log_sizes (room, size) VALUES ($1, $7) ON CONFLICT (room) DO UPDATE SET size = excluded.size`,
-			room[:], idx, digests, ts, hx, hv, size); err != nil {
-			return nil, err
-		}
-		next := frontier{size: size, peaks: map[int64]tlog.Hash{}}
-		for _, x := range peaks(size) {
-			switch {
-			case x >= base:
-				next.peaks[x] = fresh[x-base]
-			default:
-				next.peaks[x] = f.peaks[x] // a peak of n leaves still
-			}
-		}
-		after[room] = next
-	}
-	return after, nil
-}
-
-// readFrontier reads the peaks of the room's log of n leaves.
-func readFrontier(ctx context.Context, tx pgx.Tx, room sig.Hash, n int64) (frontier, error) {
-	f := frontier{size: n, peaks: map[int64]tlog.Hash{}}
-	need := peaks(n)
-	if len(need) == 0 {
-		return f, nil
-	}
-	rows, err := tx.Query(ctx, "SELECT idx, hash FROM waisteer.log_hashes WHERE room = $1 AND idx = ANY($2)", room[:], need)
+		return out, nil
+	})
 	if err != nil {
-		return f, err
+		return f, nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var x int64
-		var h []byte
-		if err := rows.Scan(&x, &h); err != nil {
-			return f, err
+	next := frontier{size: n + int64(len(es)), tails: make([][]byte, len(f.tails))}
+	for L := range f.tails {
+		next.tails[L] = slices.Clone(f.tails[L])
+	}
+	var rows []tileRow
+	base := tlog.StoredHashCount(n)
+	for i, h := range fresh {
+		level, k := tlog.SplitStoredHashIndex(base + int64(i))
+		if level%tileHeight != 0 {
+			continue
 		}
-		if len(h) != tlog.HashSize {
-			return f, fmt.Errorf("postgres: room %s's log hash %d has %d bytes", room, x, len(h))
+		L := level / tileHeight
+		for len(next.tails) <= L {
+			next.tails = append(next.tails, nil)
 		}
-		f.peaks[x] = tlog.Hash(h)
+		next.tails[L] = append(next.tails[L], h[:]...)
+		switch {
+		case L > 0:
+			rows = append(rows, tileRow{level: L, n: k, data: h[:]})
+		case len(next.tails[L]) == tileWidth*tlog.HashSize:
+			rows = append(rows, tileRow{level: L, n: k >> tileHeight, data: next.tails[L]})
+		}
+		if len(next.tails[L]) == tileWidth*tlog.HashSize {
+			next.tails[L] = nil
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return f, err
+	for L := range next.tails {
+		if w := count(next.size, L) % tileWidth; int64(len(next.tails[L])) != w*tlog.HashSize {
+			return f, nil, fmt.Errorf("postgres: %d leaves leave %d hashes of tile level %d, not %d", next.size, len(next.tails[L])/tlog.HashSize, L, w)
+		}
 	}
-	if len(f.peaks) != len(need) {
-		return f, fmt.Errorf("postgres: room %s's log of %d leaves holds %d of its %d peaks", room, n, len(f.peaks), len(need))
-	}
-	return f, nil
+	return next, rows, nil
 }
 
-// LogSize is the number of leaves in the room's log.
-func (s *Store) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
-	var n int64
-	err := s.pool.QueryRow(ctx, "SELECT size FROM waisteer.log_sizes WHERE room = $1", room[:]).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
+// querier is a pool or a transaction.
+type querier interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
 }
 
-// LogEntries returns the leaves [start, end) of the room's log.
-func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]store.LogEntry, error) {
+// readLeaves reads the leaves [start, end) of the log through q.
+func readLeaves(ctx context.Context, q querier, log int32, start, end int64) ([]store.LogEntry, error) {
 	if start < 0 || start > end {
 		return nil, fmt.Errorf("postgres: log entries [%d, %d)", start, end)
 	}
-	rows, err := s.pool.Query(ctx, "SELECT idx, digest, t FROM waisteer.log_entries WHERE room = $1 AND idx >= $2 AND idx < $3 ORDER BY idx", room[:], start, end)
+	rows, err := q.Query(ctx, "SELECT idx, digest, t FROM waisteer.decisions WHERE log = $1 AND idx >= $2 AND idx < $3 ORDER BY idx", log, start, end)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +152,7 @@ func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64)
 			return nil, err
 		}
 		if x != start+int64(len(es)) {
-			return nil, fmt.Errorf("postgres: room %s's log has no entry %d", room, start+int64(len(es)))
+			return nil, fmt.Errorf("postgres: log %d has no entry %d", log, start+int64(len(es)))
 		}
 		es = append(es, store.LogEntry{Digest: h, T: u64(t)})
 	}
@@ -188,48 +160,209 @@ func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64)
 		return nil, err
 	}
 	if int64(len(es)) != end-start {
-		return nil, fmt.Errorf("postgres: room %s's log has no entry %d", room, start+int64(len(es)))
+		return nil, fmt.Errorf("postgres: log %d has no entry %d", log, start+int64(len(es)))
 	}
 	return es, nil
 }
 
-// LogHashes returns the room's stored log hashes at the indexes.
-func (s *Store) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
-	rows, err := s.pool.Query(ctx, "SELECT idx, hash FROM waisteer.log_hashes WHERE room = $1 AND idx = ANY($2)", room[:], indexes)
+// A tileKey is a tile: its level and index.
+type tileKey struct {
+	level int
+	n     int64
+}
+
+// tiles reads the stored tiles of the log, each as wide as held up to the
+// width asked: a bottom tile's row, or the rows of a higher one's hashes.
+func tiles(ctx context.Context, q querier, log int32, want map[tileKey]int) (map[tileKey][]byte, error) {
+	out := map[tileKey][]byte{}
+	if len(want) == 0 {
+		return out, nil
+	}
+	var levels []int16
+	var los, his []int64
+	for k, w := range want {
+		levels = append(levels, int16(k.level))
+		if k.level == 0 {
+			los, his = append(los, k.n), append(his, k.n+1)
+		} else {
+			los, his = append(los, k.n<<tileHeight), append(his, k.n<<tileHeight+int64(w))
+		}
+	}
+	rows, err := q.Query(ctx, `SELECT t.level, t.n, t.hashes FROM waisteer.log_tiles t
+		JOIN unnest($2::smallint[], $3::bigint[], $4::bigint[]) AS u(l, lo, hi) ON t.level = u.l AND t.n >= u.lo AND t.n < u.hi
+		WHERE t.log = $1 ORDER BY t.level, t.n`, log, levels, los, his)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	got := map[int64]tlog.Hash{}
 	for rows.Next() {
-		var x int64
-		var h []byte
-		if err := rows.Scan(&x, &h); err != nil {
+		var l int16
+		var n int64
+		var b []byte
+		if err := rows.Scan(&l, &n, &b); err != nil {
 			return nil, err
 		}
-		if len(h) != tlog.HashSize {
-			return nil, fmt.Errorf("postgres: room %s's log hash %d has %d bytes", room, x, len(h))
+		k := tileKey{int(l), n}
+		switch {
+		case l == 0 && len(b) == tileWidth*tlog.HashSize:
+			out[k] = b
+		case l > 0 && len(b) == tlog.HashSize:
+			k.n = n >> tileHeight
+			if int64(len(out[k])) != (n%tileWidth)*tlog.HashSize {
+				return nil, fmt.Errorf("postgres: log %d lacks hash %d of level %d", log, n-1, l)
+			}
+			out[k] = append(out[k], b...)
+		default:
+			return nil, fmt.Errorf("postgres: log %d's tile row %d/%d has %d bytes", log, l, n, len(b))
 		}
-		got[x] = tlog.Hash(h)
 	}
-	if err := rows.Err(); err != nil {
+	return out, rows.Err()
+}
+
+// leafTile is the bottom tile of the leaves [start, end), hashed.
+func leafTile(es []store.LogEntry) []byte {
+	b := make([]byte, 0, len(es)*tlog.HashSize)
+	for _, e := range es {
+		h := tlog.RecordHash(e.Leaf())
+		b = append(b, h[:]...)
+	}
+	return b
+}
+
+// readFrontier reads the partial tiles of the log of n leaves: the bottom
+// one from its leaves, those above from log_tiles.
+func readFrontier(ctx context.Context, q querier, log int32, n int64) (frontier, error) {
+	f := frontier{size: n}
+	want := map[tileKey]int{}
+	for L := 0; count(n, L) > 0; L++ {
+		f.tails = append(f.tails, nil)
+		if w := count(n, L) % tileWidth; L > 0 && w > 0 {
+			want[tileKey{L, count(n, L) >> tileHeight}] = int(w)
+		}
+	}
+	if w := n % tileWidth; w > 0 {
+		es, err := readLeaves(ctx, q, log, n-w, n)
+		if err != nil {
+			return f, err
+		}
+		f.tails[0] = leafTile(es)
+	}
+	ts, err := tiles(ctx, q, log, want)
+	if err != nil {
+		return f, err
+	}
+	for k, w := range want {
+		b := ts[k]
+		if len(b) != w*tlog.HashSize {
+			return f, fmt.Errorf("postgres: log %d of %d leaves lacks its tile %d/%d of %d hashes", log, n, k.level, k.n, w)
+		}
+		f.tails[k.level] = b
+	}
+	return f, nil
+}
+
+// readHashes reads the log's stored hashes at the indexes, each below
+// tlog.StoredHashCount(n), n its size.
+func readHashes(ctx context.Context, q querier, log int32, n int64, indexes []int64) ([]tlog.Hash, error) {
+	need := map[tileKey]int{} // each tile asked for, and the width its hashes need
+	for _, x := range indexes {
+		if x < 0 || x >= tlog.StoredHashCount(n) {
+			return nil, fmt.Errorf("postgres: log %d's hash %d is not held (%d leaves)", log, x, n)
+		}
+		t := tlog.TileForIndex(tileHeight, x)
+		k := tileKey{t.L, t.N}
+		need[k] = max(need[k], t.W)
+	}
+	ts, err := tiles(ctx, q, log, need)
+	if err != nil {
 		return nil, err
+	}
+	for k, w := range need {
+		if _, ok := ts[k]; ok || k.level != 0 {
+			continue
+		}
+		// The partial bottom tile: its leaves' hashes.
+		es, err := readLeaves(ctx, q, log, k.n*tileWidth, k.n*tileWidth+int64(w))
+		if err != nil {
+			return nil, err
+		}
+		ts[k] = leafTile(es)
 	}
 	out := make([]tlog.Hash, len(indexes))
 	for i, x := range indexes {
-		h, ok := got[x]
-		if !ok {
-			return nil, fmt.Errorf("postgres: room %s's log hash %d is not held", room, x)
+		t := tlog.TileForIndex(tileHeight, x)
+		b := ts[tileKey{t.L, t.N}]
+		if len(b) < t.W*tlog.HashSize {
+			return nil, fmt.Errorf("postgres: log %d's hash %d: its tile %d/%d holds %d bytes", log, x, t.L, t.N, len(b))
+		}
+		t.W = len(b) / tlog.HashSize
+		h, err := tlog.HashFromTile(t, b, x)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: log %d's hash %d: %w", log, x, err)
 		}
 		out[i] = h
 	}
 	return out, nil
 }
 
+// writeTiles writes the tiles in tx.
+func writeTiles(ctx context.Context, tx pgx.Tx, log int32, ts []tileRow) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	levels, ns, data := make([]int16, len(ts)), make([]int64, len(ts)), make([][]byte, len(ts))
+	for i, t := range ts {
+		levels[i], ns[i], data[i] = int16(t.level), t.n, t.data
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO waisteer.log_tiles (log, level, n, hashes) SELECT $1, l, n, h FROM unnest($2::smallint[], $3::bigint[], $4::bytea[]) AS u(l, n, h)`,
+		log, levels, ns, data)
+	return err
+}
+
+// roomLog is the id of the room's log (issue 16's one log of the room,
+// appended to by every server), or false when it has none yet.
+func (s *Store) roomLog(ctx context.Context, q querier, room sig.Hash) (int32, int64, bool, error) {
+	var id int32
+	var n int64
+	err := q.QueryRow(ctx, "SELECT id, size FROM waisteer.logs WHERE room = $1 AND writer IS NULL", room[:]).Scan(&id, &n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, false, nil
+	}
+	return id, n, err == nil, err
+}
+
+// LogSize is the number of leaves in the room's log.
+func (s *Store) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
+	_, n, _, err := s.roomLog(ctx, s.pool, room)
+	return n, err
+}
+
+// LogEntries returns the leaves [start, end) of the room's log.
+func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]store.LogEntry, error) {
+	if start < 0 || start > end {
+		return nil, fmt.Errorf("postgres: log entries [%d, %d)", start, end)
+	}
+	id, _, _, err := s.roomLog(ctx, s.pool, room)
+	if err != nil {
+		return nil, err
+	}
+	return readLeaves(ctx, s.pool, id, start, end)
+}
+
+// LogHashes returns the room's stored log hashes at the indexes.
+func (s *Store) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
+	id, n, _, err := s.roomLog(ctx, s.pool, room)
+	if err != nil {
+		return nil, err
+	}
+	return readHashes(ctx, s.pool, id, n, indexes)
+}
+
 // LogIndex is the index of the decision's leaf in the room's log.
 func (s *Store) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
 	var x int64
-	err := s.pool.QueryRow(ctx, "SELECT idx FROM waisteer.log_entries WHERE digest = $1 AND room = $2", digest[:], room[:]).Scan(&x)
+	err := s.pool.QueryRow(ctx, `SELECT d.idx FROM waisteer.decisions d JOIN waisteer.logs l ON l.id = d.log
+		WHERE d.digest = $1 AND l.room = $2`, digest[:], room[:]).Scan(&x)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, store.ErrNotFound
 	}

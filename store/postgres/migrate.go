@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -140,7 +141,63 @@ var migrations = []string{
 	-- A session's decision's t, so that of two the later is taken, as the
 	-- audit's recount takes it; a row from before counts as the oldest.
 	ALTER TABLE waisteer.steers ADD COLUMN t bigint NOT NULL DEFAULT -9223372036854775808;`,
+	// 4: fewer, smaller rows (issue 31). A log is a row of its own, which
+	// may have one writer (NULL: the room's one log of issue 16, which
+	// every server appends to). A leaf is its decision's row (log, idx); a
+	// pruned decision's row keeps its leaf without its bytes. The hashes
+	// are tiles (log.go). The decisions' table is made again, its columns
+	// in the order that pads least, without the feed number and writer
+	// that nothing read. Version 3's leaves move into their rows, and the
+	// tiles are made from them and checked against version 3's hashes
+	// (upgrades[4]) before those go: a mismatch undoes the whole migration.
+	`SELECT pg_advisory_xact_lock(` + strconv.FormatInt(lockDecisions, 10) + `);
+	CREATE TABLE waisteer.logs (
+		id     integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		room   bytea NOT NULL,
+		writer integer, -- its one writer (waisteer.instances), or NULL
+		size   bigint NOT NULL DEFAULT 0
+	);
+	CREATE UNIQUE INDEX logs_shared ON waisteer.logs (room) WHERE writer IS NULL;
+	-- A log's stored hashes (tlog's, tiles of height 8): level 0 holds its
+	-- complete tiles of 256 leaf hashes, n the tile's index; a level L
+	-- above holds each hash of tree level 8L alone, n its index.
+	CREATE TABLE waisteer.log_tiles (
+		log    integer NOT NULL,
+		level  smallint NOT NULL,
+		n      bigint NOT NULL,
+		hashes bytea NOT NULL,
+		PRIMARY KEY (log, level, n)
+	);
+	INSERT INTO waisteer.logs (room, size) SELECT room, size FROM waisteer.log_sizes ORDER BY room;
+	CREATE TABLE waisteer.decisions_4 (
+		t        bigint NOT NULL,
+		snapshot bigint, -- NULL once pruned, as context and row
+		idx      bigint, -- the leaf's index in its log; NULL with log before the logs
+		context  bigint,
+		log      integer,
+		digest   bytea NOT NULL,
+		row      bytea
+	);
+	INSERT INTO waisteer.decisions_4 (t, snapshot, idx, context, log, digest, row)
+		SELECT t, snapshot, idx, context, log, digest, row FROM (
+			SELECT d.t, d.snapshot, e.idx, d.context, l.id AS log, d.digest, d.row FROM waisteer.decisions d
+				LEFT JOIN (waisteer.log_entries e JOIN waisteer.logs l ON l.room = e.room) ON e.digest = d.digest
+			UNION ALL
+			SELECT e.t, NULL, e.idx, NULL, l.id, e.digest, NULL FROM waisteer.log_entries e JOIN waisteer.logs l ON l.room = e.room
+				WHERE NOT EXISTS (SELECT 1 FROM waisteer.decisions d WHERE d.digest = e.digest)
+		) AS u ORDER BY log NULLS FIRST, idx;
+	DROP TABLE waisteer.decisions;
+	ALTER TABLE waisteer.decisions_4 RENAME TO decisions;
+	ALTER TABLE waisteer.decisions ADD PRIMARY KEY (digest),
+		ADD FOREIGN KEY (context) REFERENCES waisteer.contexts, ADD FOREIGN KEY (snapshot) REFERENCES waisteer.snapshots;
+	CREATE UNIQUE INDEX decisions_by_leaf ON waisteer.decisions (log, idx);
+	CREATE INDEX decisions_by_t ON waisteer.decisions (t) WHERE row IS NOT NULL;
+	CREATE INDEX decisions_by_snapshot ON waisteer.decisions (snapshot);`,
 }
+
+// upgrades are the steps of a migration written in Go, run after its SQL
+// in its transaction.
+var upgrades = map[int]func(context.Context, pgx.Tx) error{4: tileLogs}
 
 // Version is the schema version this build writes and reads.
 var Version = len(migrations)
@@ -179,10 +236,12 @@ func Migrate(ctx context.Context, dsn string, opts ...Option) ([]int, error) {
 		return nil, fmt.Errorf("postgres: connecting: %w", connectErr(err, cc))
 	}
 	defer c.Close(context.Background())
-	return migrate(ctx, c)
+	return migrate(ctx, c, Version)
 }
 
-func migrate(ctx context.Context, c *pgx.Conn) (applied []int, err error) {
+// migrate takes the database to version to (a test's older one, or
+// Version).
+func migrate(ctx context.Context, c *pgx.Conn, to int) (applied []int, err error) {
 	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", lockMigrate); err != nil {
 		return nil, fmt.Errorf("postgres: waiting for the migration lock: %w", err)
 	}
@@ -205,10 +264,15 @@ func migrate(ctx context.Context, c *pgx.Conn) (applied []int, err error) {
 	if have > Version {
 		return nil, fmt.Errorf("postgres: the database's schema is version %d, newer than this waisteer's %d: run a waisteer of that version or newer", have, Version)
 	}
-	for v := have + 1; v <= Version; v++ {
+	for v := have + 1; v <= to; v++ {
 		err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
 				return err
+			}
+			if up := upgrades[v]; up != nil {
+				if err := up(ctx, tx); err != nil {
+					return err
+				}
 			}
 			_, err := tx.Exec(ctx, "INSERT INTO waisteer.schema_versions (version) VALUES ($1)", v)
 			return err

@@ -42,10 +42,12 @@ type Store struct {
 	mu       sync.Mutex
 	contexts map[context3]int64 // ids of the contexts known to be held
 	// frontiers are the rooms' logs as this server last appended to them.
-	frontiers map[sig.Hash]frontier
-	loads     *Loads // the shared table on this store, closed first
+	frontiers map[int32]frontier
+	logs      map[sig.Hash]int32 // the rooms' logs known to be held
+	loads     *Loads             // the shared table on this store, closed first
 
-	health *health // whether the database answers (health.go)
+	health  *health // whether the database answers (health.go)
+	metrics *storeMetrics
 }
 
 // context3 is a decision's room, policy and signer.
@@ -139,7 +141,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	cc := cfg.ConnConfig
 	timeouts(cc, dsn, o, true)
-	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[sig.Hash]frontier{}}
+	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}, logs: map[sig.Hash]int32{}, metrics: newStoreMetrics()}
 	// The probe makes a connection of its own: one the pool holds may
 	// be to a backend not yet stopped (health.saw).
 	probe := cc.Copy()

@@ -14,7 +14,7 @@ import (
 )
 
 // Prune removes the records whose end is before recordsBefore, then the
-// decisions whose t is before decisionsBefore and the snapshots no decision
+// decisions' bytes whose t is before decisionsBefore (their leaves stay) and the snapshots no decision
 // left references, each group of at most the prune chunk in a transaction
 // of its own, so that the writers go on between them.
 func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64) (store.PruneStats, error) {
@@ -34,8 +34,15 @@ func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64
 		var n, gone int
 		err := s.inTx(ctx, func(tx pgx.Tx) error {
 			n, gone = 0, 0
-			rows, err := tx.Query(ctx, `DELETE FROM waisteer.decisions WHERE digest IN
-				(SELECT digest FROM waisteer.decisions WHERE t < $1 ORDER BY t LIMIT $2) RETURNING snapshot`, i64(decisionsBefore), s.chunk)
+			// A decision's leaf stays (the log is append-only): its row
+			// keeps its digest, t, log and index, and loses its bytes;
+			// the row of one from before the logs goes.
+			rows, err := tx.Query(ctx, `WITH p AS (
+					SELECT digest, snapshot, log FROM waisteer.decisions WHERE t < $1 AND row IS NOT NULL ORDER BY t LIMIT $2 FOR UPDATE),
+				gone AS (DELETE FROM waisteer.decisions d USING p WHERE d.digest = p.digest AND p.log IS NULL RETURNING p.snapshot),
+				kept AS (UPDATE waisteer.decisions d SET row = NULL, context = NULL, snapshot = NULL FROM p
+					WHERE d.digest = p.digest AND p.log IS NOT NULL RETURNING p.snapshot)
+				SELECT snapshot FROM gone UNION ALL SELECT snapshot FROM kept`, i64(decisionsBefore), s.chunk)
 			if err != nil {
 				return err
 			}

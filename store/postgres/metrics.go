@@ -1,0 +1,84 @@
+package postgres
+
+// The shared store's Prometheus metrics (issue 31), written by hand as the
+// server's others are (web.Histogram): what a group of decisions costs and
+// waits, how often a room's log passed to another server between two of
+// this one's groups, the connections, and the shared table of loads.
+
+import (
+	"bytes"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/waisteer/waisteer/internal/web"
+)
+
+// storeMetrics are the store's counts, from atomic counters.
+type storeMetrics struct {
+	commit    *web.Histogram // a group's transaction, begin to commit
+	roundTrip *web.Histogram // each batch sent, to its last result
+	lockWait  *web.Histogram // the first batch, which waits for the rooms' logs' locks
+	handOvers atomic.Uint64  // logs another server had appended to since this one
+	groups    atomic.Uint64
+	failures  atomic.Uint64
+}
+
+func newStoreMetrics() *storeMetrics {
+	return &storeMetrics{commit: web.NewLatencyHistogram(), roundTrip: web.NewLatencyHistogram(), lockWait: web.NewLatencyHistogram()}
+}
+
+// WriteMetrics writes the shared store's metric families (the server's
+// /metrics writes them for a store that has them).
+func (s *Store) WriteMetrics(b *bytes.Buffer) {
+	m := s.metrics
+	b.WriteString("# HELP waisteer_pg_group_commit_seconds Time a group of decisions took in PostgreSQL, its transaction's begin to its commit.\n# TYPE waisteer_pg_group_commit_seconds histogram\n")
+	m.commit.Write(b, "waisteer_pg_group_commit_seconds", "")
+	b.WriteString("# HELP waisteer_pg_round_trip_seconds Time of each batch of statements a group sent, to its last result.\n# TYPE waisteer_pg_round_trip_seconds histogram\n")
+	m.roundTrip.Write(b, "waisteer_pg_round_trip_seconds", "")
+	b.WriteString("# HELP waisteer_pg_log_lock_seconds Time of a group's first batch, which waits for its rooms' logs while another server's group holds them.\n# TYPE waisteer_pg_log_lock_seconds histogram\n")
+	m.lockWait.Write(b, "waisteer_pg_log_lock_seconds", "")
+	b.WriteString("# HELP waisteer_pg_log_handovers_total Appends to a room's log that found another server had appended since this one, and read its partial tiles again.\n# TYPE waisteer_pg_log_handovers_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_log_handovers_total %d\n", m.handOvers.Load())
+	b.WriteString("# HELP waisteer_pg_groups_total Groups of decisions written, and those that failed.\n# TYPE waisteer_pg_groups_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_groups_total{result=\"committed\"} %d\n", m.groups.Load())
+	fmt.Fprintf(b, "waisteer_pg_groups_total{result=\"failed\"} %d\n", m.failures.Load())
+
+	st := s.pool.Stat()
+	b.WriteString("# HELP waisteer_pg_connections The pool's connections to PostgreSQL, by state.\n# TYPE waisteer_pg_connections gauge\n")
+	fmt.Fprintf(b, "waisteer_pg_connections{state=\"acquired\"} %d\n", st.AcquiredConns())
+	fmt.Fprintf(b, "waisteer_pg_connections{state=\"idle\"} %d\n", st.IdleConns())
+	fmt.Fprintf(b, "waisteer_pg_connections{state=\"max\"} %d\n", st.MaxConns())
+	b.WriteString("# HELP waisteer_pg_connection_wait_seconds_total Time spent waiting for a connection of the pool, summed.\n# TYPE waisteer_pg_connection_wait_seconds_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_connection_wait_seconds_total %g\n", st.AcquireDuration().Seconds())
+
+	s.mu.Lock()
+	l := s.loads
+	s.mu.Unlock()
+	if l != nil {
+		l.writeMetrics(b)
+	}
+}
+
+// writeMetrics writes the shared table's metric families.
+func (l *Loads) writeMetrics(b *bytes.Buffer) {
+	restored := 0
+	select {
+	case <-l.restored:
+		restored = 1
+	default:
+	}
+	b.WriteString("# HELP waisteer_pg_loads_restored 1 once the live sessions every server held at the start are counted here.\n# TYPE waisteer_pg_loads_restored gauge\n")
+	fmt.Fprintf(b, "waisteer_pg_loads_restored %d\n", restored)
+	age := -1.0
+	if at := l.followed.Load(); at > 0 {
+		age = time.Since(time.Unix(0, at)).Seconds()
+	}
+	b.WriteString("# HELP waisteer_pg_loads_follow_age_seconds Time since the other servers' sessions were last read (-1 before the first): the follower's lag, beside the 50 ms it polls at.\n# TYPE waisteer_pg_loads_follow_age_seconds gauge\n")
+	fmt.Fprintf(b, "waisteer_pg_loads_follow_age_seconds %g\n", age)
+	l.mu.Lock()
+	pending := len(l.pending)
+	l.mu.Unlock()
+	b.WriteString("# HELP waisteer_pg_loads_pending Sessions of this server's decisions not yet written for the others.\n# TYPE waisteer_pg_loads_pending gauge\n")
+	fmt.Fprintf(b, "waisteer_pg_loads_pending %d\n", pending)
+}

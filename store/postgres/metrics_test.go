@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/report"
+	"github.com/waisteer/waisteer/store"
+)
+
+// TestMetrics (issue 31, "Prometheus: the shared store's state, commit and
+// round-trip latency, the follower's lag, the lock or hand-over waits"):
+// after five groups on one server and two on another, in one room, the
+// first server counts five committed groups, with a commit time each, two
+// round trips each (the group's two batches), and the hand-overs of the
+// log: its second group onwards found the other's appends once, after the
+// other's two. The shared table reports itself counted and its lag.
+func TestMetrics(t *testing.T) {
+	a, dsn := open(t)
+	b, err := Open(bg(t), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := bg(t)
+	l := newLoads(t, a)
+	put := func(s *Store, from uint64) {
+		t.Helper()
+		ds, ev := benchDecisions(10, from)
+		if err := s.PutDecisions(ctx, []store.Evidence{ev}, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a, 0)
+	put(a, 10)
+	put(b, 20)
+	put(b, 30)
+	put(a, 40) // a's log frontier is stale: one hand-over
+	put(a, 50)
+	put(a, 60)
+	steerTo(t, l, sig.Digest([]byte("room")), report.Session{1}, 100, 0, 1000)
+	<-l.Restored()
+	var buf bytes.Buffer
+	a.WriteMetrics(&buf)
+	out := buf.String()
+	for _, want := range []string{
+		"waisteer_pg_groups_total{result=\"committed\"} 5\n",
+		"waisteer_pg_groups_total{result=\"failed\"} 0\n",
+		"waisteer_pg_group_commit_seconds_count 5\n",
+		"waisteer_pg_round_trip_seconds_count 10\n",
+		"waisteer_pg_log_lock_seconds_count 5\n",
+		"waisteer_pg_log_handovers_total 1\n",
+		"waisteer_pg_loads_restored 1\n",
+		"# TYPE waisteer_pg_connections gauge\n",
+		"# TYPE waisteer_pg_loads_follow_age_seconds gauge\n",
+		"waisteer_pg_loads_pending ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the metrics lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "waisteer_pg_loads_follow_age_seconds -1") {
+		t.Error("the table of loads has followed, and says it never has")
+	}
+}
