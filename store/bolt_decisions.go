@@ -328,30 +328,50 @@ func (s *Bolt) Decision(ctx context.Context, digest sig.Hash) (Decision, error) 
 		if !found {
 			return ErrNotFound
 		}
-		v := tx.Bucket(bucketDecisions).Get(rowKey(t, digest))
-		if v == nil {
-			return ErrNotFound // pruned: the index keeps some entries a while longer
-		}
-		r, err := parseRow(v)
-		if err != nil {
-			return fmt.Errorf("store: decision %s: %w", digest, err)
-		}
-		c, err := s.decisionContextOf(tx, r.context)
-		if err != nil {
-			return err
-		}
-		body := tx.Bucket(bucketSnapshotBodies).Get(binary.BigEndian.AppendUint64(nil, r.snapshot))
-		if len(body) < sig.HashSize {
-			return fmt.Errorf("store: decision %s's snapshot %d is not held", digest, r.snapshot)
-		}
-		d = Decision{
-			Digest: digest, Room: c.room, Policy: c.policy, T: t,
-			Session: r.session, Protocol: r.protocol, Report: r.report, Loads: r.loads,
-			Evidence: sig.Hash(body[:sig.HashSize]), Signer: c.signer, Sig: r.sig,
-		}
-		return nil
+		d, err = s.decisionAt(tx, t, digest)
+		return err
 	})
 	return d, err
+}
+
+// DecisionAt returns the decision with the digest made at t, as a log's
+// leaf names it (LogEntry): its row is read by its key, without the index
+// by digest, whose lookup reads a run of each level.
+func (s *Bolt) DecisionAt(ctx context.Context, t uint64, digest sig.Hash) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	var d Decision
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		d, err = s.decisionAt(tx, t, digest)
+		return err
+	})
+	return d, err
+}
+
+// decisionAt reads the row of the decision with the digest made at t.
+func (s *Bolt) decisionAt(tx *bolt.Tx, t uint64, digest sig.Hash) (Decision, error) {
+	v := tx.Bucket(bucketDecisions).Get(rowKey(t, digest))
+	if v == nil {
+		return Decision{}, ErrNotFound // pruned: the index keeps some entries a while longer
+	}
+	r, err := parseRow(v)
+	if err != nil {
+		return Decision{}, fmt.Errorf("store: decision %s: %w", digest, err)
+	}
+	c, err := s.decisionContextOf(tx, r.context)
+	if err != nil {
+		return Decision{}, err
+	}
+	body := tx.Bucket(bucketSnapshotBodies).Get(binary.BigEndian.AppendUint64(nil, r.snapshot))
+	if len(body) < sig.HashSize {
+		return Decision{}, fmt.Errorf("store: decision %s's snapshot %d is not held", digest, r.snapshot)
+	}
+	return Decision{
+		Digest: digest, Room: c.room, Policy: c.policy, T: t,
+		Session: r.session, Protocol: r.protocol, Report: r.report, Loads: r.loads,
+		Evidence: sig.Hash(body[:sig.HashSize]), Signer: c.signer, Sig: r.sig,
+	}, nil
 }
 
 // EvidenceSnapshot returns the body of the snapshot with the key.

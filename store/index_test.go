@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -60,6 +61,15 @@ func found(t *testing.T, s *Bolt, ds []Decision) {
 		got, err := s.Decision(bg, d.Digest)
 		if err != nil || got.T != d.T {
 			t.Fatalf("decision %s at %d: found at %d, %v", d.Digest, d.T, got.T, err)
+		}
+		// By the t its log's leaf names (the recount after a restart):
+		// the same row, and none at another t.
+		at, err := s.DecisionAt(bg, d.T, d.Digest)
+		if err != nil || !reflect.DeepEqual(at, got) {
+			t.Fatalf("decision %s at %d: DecisionAt gives %+v, %v; Decision %+v", d.Digest, d.T, at, err, got)
+		}
+		if _, err := s.DecisionAt(bg, d.T+1, d.Digest); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("decision %s at %d: DecisionAt a µs later: %v, want ErrNotFound", d.Digest, d.T, err)
 		}
 	}
 }

@@ -25,6 +25,18 @@ import (
 // decisions of one window name two evidence snapshots). The reference is the table that made
 // the decisions, not the count's own arithmetic.
 func TestCountAsMade(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { countAsMade(t, store.NewMemory()) })
+	t.Run("bolt", func(t *testing.T) { // which reads each decision at its leaf's t (DecisionAt)
+		st, err := store.Open(filepath.Join(t.TempDir(), "store.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		countAsMade(t, st)
+	})
+}
+
+func countAsMade(t *testing.T, st store.Store) {
 	sc, err := scenario.Build(scenario.Spec{})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +66,6 @@ func TestCountAsMade(t *testing.T) {
 	p, pd := sc.Policy, sc.Policy.Digest()
 	id, n := sc.Room.ID(), len(p.Pathways)
 	ids := p.IDs()
-	st := store.NewMemory()
 	made := store.NewLoads()
 	const grace = 20_000_000
 	ctx := context.Background()
