@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
@@ -74,6 +75,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 	at := max(src.Clock(), lg.latest)
 	seen := map[report.Session]bool{}
 	rules := rules{src: src, ids: r.IDs}
+	yield := src.yielder()
 	decisionOf := func(ctx context.Context, e store.LogEntry) (store.Decision, error) {
 		return src.Store.Decision(ctx, e.Digest)
 	}
@@ -100,9 +102,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 				return counted, err
 			}
 			if read++; read%yieldEvery == 0 {
-				// Beside steering: a request waiting for the core waits
-				// for a few decisions' recount, not a time slice's.
-				runtime.Gosched()
+				yield()
 			}
 			row, err := decisionOf(ctx, e)
 			if errors.Is(err, store.ErrNotFound) {
@@ -138,6 +138,49 @@ type decisionsAt interface {
 // yieldEvery is how many decisions a recount reads between its yields to
 // the requests waiting for the core.
 const yieldEvery = 16
+
+// yielder returns what a recount calls every yieldEvery decisions, so that
+// it runs beside steering rather than ahead of it. The runtime reads the
+// network for new requests when no goroutine is ready to run, or every
+// 10 ms; the recount is always ready, so on one core a request would wait
+// up to 10 ms for it, and requests would pile up behind it. So, once every
+// while, the recount sleeps, and the runtime then reads the network at
+// once. While the server decides (Activity moved since the last sleep) it
+// works yieldBusy and sleeps three times as long: it takes a quarter of
+// the core at most, and the requests keep their headroom (issue 30: p99
+// unchanged while it runs). While the server does not, it sleeps a
+// microsecond after twice as much work as the last time, up to yieldIdle,
+// since on a server at rest a sleep lasts the network poller's
+// millisecond. In between it steps aside for the goroutines already ready.
+func (src Source) yielder() func() {
+	if src.Activity == nil {
+		return runtime.Gosched
+	}
+	last, every := src.Activity(), yieldBusy
+	next := time.Now().Add(every)
+	return func() {
+		if time.Now().Before(next) {
+			runtime.Gosched()
+			return
+		}
+		if now := src.Activity(); now != last {
+			// The server decides: the recount takes a quarter of the
+			// core at most, so that the requests keep their headroom.
+			last, every = now, yieldBusy
+			time.Sleep(3 * yieldBusy)
+		} else {
+			every = min(2*every, yieldIdle)
+			time.Sleep(time.Microsecond)
+		}
+		next = time.Now().Add(every)
+	}
+}
+
+// yieldBusy and yieldIdle bound a recount's work between two sleeps.
+const (
+	yieldBusy = 250 * time.Microsecond
+	yieldIdle = 10 * time.Millisecond
+)
 
 // rules gives a stored decision's first pathway and expiry by the rule
 // (§6.1 to §6.5, decision.Recompute): the ranking of a policy, an
@@ -212,4 +255,7 @@ type Source struct {
 	PolicyOf func(context.Context, sig.Hash) (*policy.Policy, error)
 	Grace    uint64        // µs
 	Clock    func() uint64 // the room clock, µs
+	// Activity, when given, is a count that moves while the server
+	// decides (its decisions committed): the recount yields to them.
+	Activity func() uint64
 }
