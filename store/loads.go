@@ -171,6 +171,31 @@ func (l *MemLoads) Reset(ctx context.Context, room sig.Hash) error {
 	return nil
 }
 
+// Reserve makes room in the room's table for n more sessions, so that
+// adding them moves no slice: a recount that adds millions (restore.Count)
+// would otherwise copy its growing slices while holding the room's lock,
+// and every decision of the room would wait for the copy. The new slices
+// are made before the lock is taken.
+func (l *MemLoads) Reserve(room sig.Hash, n int) {
+	r := l.room(room)
+	r.mu.Lock()
+	need := len(r.slots) + n
+	have := min(cap(r.slots), cap(r.heap))
+	r.mu.Unlock()
+	if n <= 0 || need <= have {
+		return
+	}
+	slots, heap := make([]liveSession, 0, need), make([]int32, 0, need)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cap(r.slots) < len(r.slots)+n {
+		r.slots = append(slots[:0], r.slots...)
+	}
+	if cap(r.heap) < len(r.heap)+n {
+		r.heap = append(heap[:0], r.heap...)
+	}
+}
+
 // Sweep drops, in every room, the sessions expired at now, and returns how
 // many it dropped: Steer and Snapshot do so for the room they touch, and a
 // periodic Sweep frees the memory of rooms no request touches.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -318,5 +319,34 @@ func TestLoadsMerge(t *testing.T) {
 	l.Merge(other, 2, b, 1, 0, 100, 0)
 	if got := snapshot(t, l, other, 2, 0); !slices.Equal(got, []uint32{0, 1}) {
 		t.Fatalf("a fresh room: %v, want [0 1]", got)
+	}
+}
+
+// TestReserve: a table reserved for n more sessions takes n merges
+// without moving its slices (a recount's millions, issue 30, would
+// otherwise copy them under the room's lock), and counts them as without.
+func TestReserve(t *testing.T) {
+	room := sig.Hash{9}
+	l := NewLoads()
+	l.Merge(room, 3, report.Session{1}, 0, 10, 1_000, 5) // a session before the recount
+	l.Reserve(room, 1000)
+	r := l.room(room)
+	slots, heap := &r.slots[:1][0], cap(r.heap)
+	for i := range 1000 {
+		var s report.Session
+		binary.LittleEndian.PutUint64(s[:], uint64(i)+2)
+		l.Merge(room, 3, s, i%3, uint64(20+i), uint64(2_000-i), 5)
+	}
+	if &r.slots[0] != slots || cap(r.heap) != heap {
+		t.Fatal("the slices moved after Reserve")
+	}
+	got, err := l.Snapshot(bg, room, 3, 6)
+	if err != nil || got[0] != 335 || got[1] != 333 || got[2] != 333 {
+		t.Fatalf("loads %v, %v; want [335 333 333]", got, err)
+	}
+	l.Reserve(room, 0) // nothing to do
+	l.Reserve(room, 1)
+	if got, _ := l.Snapshot(bg, room, 3, 6); got[0] != 335 {
+		t.Fatalf("loads %v after a Reserve that grew the table", got)
 	}
 }

@@ -138,12 +138,23 @@ func (b *bencher) startupChild(ctx context.Context, cfgFile, path, storeFile str
 		return nil, nil, err
 	}
 	st := &benchStartup{bytes: benchFileSize(storeFile)}
-	cmd, err := Spawn("bench", "serve", "-c", restart)
+	args := []string{"bench", "serve", "-c", restart}
+	var pprof string
+	if b.o.Profile != "" { // a profile of the recount beside steering
+		pl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		pprof = pl.Addr().String()
+		pl.Close()
+		args = append(args, "-pprof", pprof)
+	}
+	cmd, err := Spawn(args...)
 	if err != nil {
 		return nil, nil, err
 	}
 	cmd = b.pin.wrap(cmd, b.pin.serverCore())
-	c := &benchChild{cmd: cmd, addr: addr, stderr: &benchTail{}, done: make(chan error, 1)}
+	c := &benchChild{cmd: cmd, addr: addr, pprof: pprof, stderr: &benchTail{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = io.Discard, c.stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

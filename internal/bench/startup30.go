@@ -110,6 +110,14 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 	rc.startup = st
 	st.decisions = uint64(rc.decisions)
 	spawned := time.Now().Add(-st.took)
+	if child.pprof != "" {
+		go func() {
+			file := filepath.Join(b.o.Profile, "cpu-recount.pprof")
+			if err := benchFetch(child.pprof, "/debug/pprof/profile?seconds=5", file); err != nil {
+				b.logf("profile of the recount: %v", err)
+			}
+		}()
+	}
 	l := newBenchLoad(child.addr, r.path, r.ids, r.initial, b.o.halfConns(), b.o.Players)
 	defer func() { l.close() }()
 	const chunk = 500 * time.Millisecond

@@ -122,8 +122,7 @@ func (s *Server) resumeRooms(ctx context.Context, hubs []*roomsteer.Room) (recou
 			return nil, fmt.Errorf("server: room %s's log: %w", h.ID(), err)
 		}
 	}
-	src := restore.Source{Store: s.st, PolicyOf: s.audit.PolicyOf, Grace: s.grace, Clock: s.clock,
-		Activity: func() uint64 { _, n := s.commits.Groups(); return n }}
+	src := restore.Source{Store: s.st, PolicyOf: s.audit.PolicyOf, Grace: s.grace, Clock: s.clock}
 	return func(bg context.Context) {
 		for i, h := range hubs {
 			s.spawn(func() {
