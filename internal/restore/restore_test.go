@@ -64,7 +64,7 @@ func countAsMade(t *testing.T, st store.Store) {
 			}
 		}
 	}
-	p, pd := sc.Policy, sc.Policy.Digest()
+	p := sc.Policy
 	id, n := sc.Room.ID(), len(p.Pathways)
 	ids := p.IDs()
 	made := store.NewLoads()
@@ -84,27 +84,11 @@ func countAsMade(t *testing.T, st store.Store) {
 		var session report.Session
 		binary.LittleEndian.PutUint64(session[:], uint64(i%250)+1)
 		rep := report.Report{Present: report.HasThroughput, Throughput: uint64(1_000_000 * (1 + i%7))}
-		var d *decision.Decision
-		var ev store.Evidence
-		err := made.Steer(ctx, id, n, session, start+uint64(i)*step, func(loads []uint32, at uint64) (int, uint64, error) {
-			rk, err := decision.RankAt(p, pd, at, sc.Index)
-			if err != nil {
-				return 0, 0, err
-			}
-			pws := make([]evidence.Pathway, n)
-			for j := range pws {
-				pws[j] = rk.Evidence(j)
-			}
-			ev = store.EncodeEvidence(pws)
-			if d, err = rk.Decision(sc.SteerKey.Public(), at, report.HLS, rep, session, loads); err != nil {
-				return 0, 0, err
-			}
-			seenFirst[d.Priority[0]] = true
-			return int(d.Priority[0]), at + uint64(d.TTL)*1_000_000 + grace, nil
-		})
+		d, ev, err := steerOne(made, sc, session, start+uint64(i)*step, rep, grace)
 		if err != nil {
 			t.Fatal(err)
 		}
+		seenFirst[d.Priority[0]] = true
 		_, digest := decision.AppendSigned(nil, d, sc.SteerKey)
 		if err := st.PutDecisions(ctx, []store.Evidence{ev}, []store.Decision{store.Compact(d, digest, ev.Key)}); err != nil {
 			t.Fatal(err)
@@ -169,7 +153,7 @@ func benchCount(b *testing.B, st store.Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, pd := sc.Policy, sc.Policy.Digest()
+	p := sc.Policy
 	id, n := sc.Room.ID(), len(p.Pathways)
 	made := store.NewLoads()
 	ctx := context.Background()
@@ -180,27 +164,12 @@ func benchCount(b *testing.B, st store.Store) {
 	for i := range count {
 		var session report.Session
 		binary.LittleEndian.PutUint64(session[:], uint64(i)+1)
-		err := made.Steer(ctx, id, n, session, start+uint64(i)*10_000, func(loads []uint32, at uint64) (int, uint64, error) {
-			rk, err := decision.RankAt(p, pd, at, sc.Index)
-			if err != nil {
-				return 0, 0, err
-			}
-			pws := make([]evidence.Pathway, n)
-			for j := range pws {
-				pws[j] = rk.Evidence(j)
-			}
-			ev := store.EncodeEvidence(pws)
-			d, err := rk.Decision(sc.SteerKey.Public(), at, report.HLS, report.Report{}, session, loads)
-			if err != nil {
-				return 0, 0, err
-			}
-			_, digest := decision.AppendSigned(nil, d, sc.SteerKey)
-			rows, evs = append(rows, store.Compact(d, digest, ev.Key)), append(evs, ev)
-			return int(d.Priority[0]), at + uint64(d.TTL)*1_000_000, nil
-		})
+		d, ev, err := steerOne(made, sc, session, start+uint64(i)*10_000, report.Report{}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
+		_, digest := decision.AppendSigned(nil, d, sc.SteerKey)
+		rows, evs = append(rows, store.Compact(d, digest, ev.Key)), append(evs, ev)
 	}
 	for len(rows) > 0 { // in groups, as the committer writes them
 		k := min(len(rows), 1024)
@@ -247,4 +216,29 @@ func TestYieldShare(t *testing.T) {
 	if got := share(Source{Alone: true}.yielder()); got < 0.5 {
 		t.Errorf("alone the recount worked %.2f of the time: it slept", got)
 	}
+}
+
+// steerOne makes the session's decision at t through the table of loads,
+// as the server does (Loads.Steer, the rule on the loads it holds), over
+// the scenario's records, and returns it with its evidence snapshot.
+func steerOne(made *store.MemLoads, sc *scenario.Scenario, session report.Session, t uint64, rep report.Report, grace uint64) (*decision.Decision, store.Evidence, error) {
+	p, pd, n := sc.Policy, sc.Policy.Digest(), len(sc.Policy.Pathways)
+	var d *decision.Decision
+	var ev store.Evidence
+	err := made.Steer(context.Background(), sc.Room.ID(), n, session, t, func(loads []uint32, at uint64) (int, uint64, error) {
+		rk, err := decision.RankAt(p, pd, at, sc.Index)
+		if err != nil {
+			return 0, 0, err
+		}
+		pws := make([]evidence.Pathway, n)
+		for j := range pws {
+			pws[j] = rk.Evidence(j)
+		}
+		ev = store.EncodeEvidence(pws)
+		if d, err = rk.Decision(sc.SteerKey.Public(), at, report.HLS, rep, session, loads); err != nil {
+			return 0, 0, err
+		}
+		return int(d.Priority[0]), at + uint64(d.TTL)*1_000_000 + grace, nil
+	})
+	return d, ev, err
 }

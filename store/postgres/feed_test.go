@@ -36,12 +36,7 @@ func follow(t *testing.T, b *Store, from store.FeedPosition) (<-chan store.FeedB
 // Issue 15 item 2: what one instance writes reaches another within a
 // second, in commit order, and an instance is not told of its own writes.
 func TestFeedOthersWrites(t *testing.T) {
-	a, dsn := open(t)
-	b, err := Open(bg(t), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwo(t)
 	ctx := bg(t)
 	room := sig.Digest([]byte("room"))
 	head, err := b.FeedHead(ctx)

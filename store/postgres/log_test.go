@@ -42,12 +42,7 @@ func (r *refLog) add(t *testing.T, e store.LogEntry) {
 // tile of level 1's (65 536) and past it; its root at each size asked is
 // tlog's, and each leaf's inclusion proof checks against it.
 func TestLogTiles(t *testing.T) {
-	a, dsn := open(t)
-	b, err := Open(bg(t), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwo(t)
 	ctx := bg(t)
 	rng := rand.New(rand.NewPCG(31, 16))
 	var ref refLog

@@ -18,12 +18,7 @@ import (
 // log: its second group onwards found the other's appends once, after the
 // other's two. The shared table reports itself counted and its lag.
 func TestMetrics(t *testing.T) {
-	a, dsn := open(t)
-	b, err := Open(bg(t), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwo(t)
 	ctx := bg(t)
 	l := newLoads(t, a)
 	put := func(s *Store, from uint64) {

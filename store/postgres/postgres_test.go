@@ -53,6 +53,19 @@ func open(t *testing.T, opts ...Option) (*Store, string) {
 	return s, dsn
 }
 
+// openTwo opens two stores on one new database, as two servers do (issue
+// 15): the first migrates it.
+func openTwo(t *testing.T) (a, b *Store) {
+	t.Helper()
+	a, dsn := open(t)
+	b, err := Open(bg(t), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
 // The room clock's u64 values are written as bigint with the top bit
 // flipped: every u64 fits, and bigint's order is u64's (issue 15: records
 // and decisions are found by end and t in SQL). Checked over the values at
