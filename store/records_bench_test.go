@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/waisteer/waisteer/internal/sig"
+)
+
+// BenchmarkPutRecords: a group write of records (PutRecords) on a store
+// already holding 200 000, in groups of 1 and 25 (a thousand POSTs a
+// second of one record each, written alone or lingering, issue 30):
+// wall time and the process's CPU per record.
+func BenchmarkPutRecords(b *testing.B) {
+	for _, group := range []int{1, 25} {
+		b.Run("group="+strconv.Itoa(group), func(b *testing.B) {
+			st, err := Open(filepath.Join(b.TempDir(), "store.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			ctx := context.Background()
+			room := sig.Hash{7}
+			n := uint64(0)
+			next := func(k int) []Record {
+				rs := make([]Record, k)
+				for i := range rs {
+					n++
+					var d sig.Hash
+					binary.LittleEndian.PutUint64(d[:], n*0x9e3779b97f4a7c15)
+					rs[i] = Record{Digest: d, Room: room, Start: n * 10, End: n*10 + 10, Raw: make([]byte, 330)}
+				}
+				return rs
+			}
+			for range 200 {
+				if _, err := st.PutRecords(ctx, next(1000)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				if _, err := st.PutRecords(ctx, next(group)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*group)/1e3, "µs/record")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*group)/1e3, "cpu-µs/record")
+		})
+	}
+}
