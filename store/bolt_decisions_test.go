@@ -39,11 +39,11 @@ func TestPutDecisionsBehindLast(t *testing.T) {
 		{room, entriesOf(append(first, ms[9]))},
 		{other, entriesOf([]made{behind})},
 	} {
-		n, err := s.LogSize(bg, c.room)
+		n, err := s.LogSize(bg, c.room, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.LogEntries(bg, c.room, 0, n)
+		got, err := s.LogEntries(bg, c.room, 0, 0, n)
 		if err != nil {
 			t.Fatal(err)
 		}

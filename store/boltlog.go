@@ -473,14 +473,34 @@ func (s *Bolt) flushLog() error {
 	return err
 }
 
+// Logs returns the room's one log, when it has one.
+func (s *Bolt) Logs(ctx context.Context, room sig.Hash) ([]LogInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.lg.mu.RLock()
+	defer s.lg.mu.RUnlock()
+	if r := s.lg.rooms[room]; r != nil {
+		return []LogInfo{{Size: r.size()}}, nil
+	}
+	return nil, nil
+}
+
+// OwnLog is the room's one log, 0: it is made at the room's first
+// decision, and is empty until then.
+func (s *Bolt) OwnLog(ctx context.Context, room sig.Hash) (LogInfo, error) {
+	n, err := s.LogSize(ctx, room, 0)
+	return LogInfo{Size: n}, err
+}
+
 // LogSize is the number of leaves in the room's log.
-func (s *Bolt) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
+func (s *Bolt) LogSize(ctx context.Context, room sig.Hash, n int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s.lg.mu.RLock()
 	defer s.lg.mu.RUnlock()
-	if r := s.lg.rooms[room]; r != nil {
+	if r := s.lg.rooms[room]; r != nil && n == 0 {
 		return r.size(), nil
 	}
 	return 0, nil
@@ -497,9 +517,12 @@ func (s *Bolt) logView(room sig.Hash) (written int64, pending []LogEntry) {
 }
 
 // LogEntries returns the leaves [start, end) of the room's log.
-func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]LogEntry, error) {
+func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, n, start, end int64) ([]LogEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if n != 0 {
+		return nil, errNoSuchLog(n)
 	}
 	written, pending := s.logView(room)
 	if start < 0 || start > end || end > written+int64(len(pending)) {
@@ -537,7 +560,10 @@ func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, start, end int64) 
 
 // LogHashes returns the room's stored log hashes at the indexes: those of
 // pending leaves the hasher has not made yet are made first.
-func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
+func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, n int64, indexes []int64) ([]tlog.Hash, error) {
+	if n != 0 {
+		return nil, errNoSuchLog(n)
+	}
 	for range 3 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -588,11 +614,11 @@ func (s *Bolt) logHashes(room sig.Hash, indexes []int64) ([]tlog.Hash, bool, err
 	return out, err == nil, err
 }
 
-// LogIndex is the index the decision's row names: a pruned decision's is
-// not found.
-func (s *Bolt) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
+// LogRef is the index the decision's row names, in the room's one log: a
+// pruned decision's is not found.
+func (s *Bolt) LogRef(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	x := int64(-1)
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -616,12 +642,12 @@ func (s *Bolt) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (in
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if x < 0 {
-		return 0, ErrNotFound
+		return 0, 0, ErrNotFound
 	}
-	return x, nil
+	return 0, x, nil
 }
 
 // PutKeyEpoch keeps a head the room has had.
@@ -631,6 +657,9 @@ func (s *Bolt) PutKeyEpoch(ctx context.Context, room sig.Hash, e KeyEpoch) error
 	}
 	if e.From < 0 {
 		return fmt.Errorf("store: a key epoch from %d", e.From)
+	}
+	if e.Log != 0 {
+		return errNoSuchLog(e.Log)
 	}
 	key := binary.BigEndian.AppendUint64(append(make([]byte, 0, sig.HashSize+8), room[:]...), e.Seq)
 	return s.db.Update(func(tx *bolt.Tx) error {

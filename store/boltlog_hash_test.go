@@ -134,7 +134,7 @@ func TestBoltLogTiles(t *testing.T) {
 			}
 			want, n = append(want, hs...), n+1
 		}
-		got, err := tlog.TreeHash(n, tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return s.LogHashes(bg, room, x) }))
+		got, err := tlog.TreeHash(n, tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return s.LogHashes(bg, room, 0, x) }))
 		if err != nil {
 			t.Fatal(err)
 		}

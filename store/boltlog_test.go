@@ -57,19 +57,19 @@ func TestBoltLogCrash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after %d decisions: %v", len(want), err)
 		}
-		n, _ := c.LogSize(bg, room)
-		got, err := c.LogEntries(bg, room, 0, n)
+		n, _ := c.LogSize(bg, room, 0)
+		got, err := c.LogEntries(bg, room, 0, 0, n)
 		if err != nil || !slices.Equal(got, want) {
 			t.Fatalf("after %d decisions (%d pending in the crashed store): its log holds %d leaves (%v), not the decisions in commit order",
 				len(want), s.lg.pending, len(got), err)
 		}
 		// Its tree is the running store's.
-		r := tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return c.LogHashes(bg, room, x) })
+		r := tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return c.LogHashes(bg, room, 0, x) })
 		a, err := tlog.TreeHash(n, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := tlog.TreeHash(n, tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return s.LogHashes(bg, room, x) }))
+		b, _ := tlog.TreeHash(n, tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return s.LogHashes(bg, room, 0, x) }))
 		if a != b {
 			t.Fatalf("after %d decisions: the crashed store's tree is %s, the running one's %s", len(want), a, b)
 		}
@@ -91,11 +91,11 @@ func TestBoltLogCrash(t *testing.T) {
 	if c.lg.pending != 0 {
 		t.Errorf("%d leaves pending after a clean close", c.lg.pending)
 	}
-	if n, _ := c.LogSize(bg, room); n != int64(len(want)) {
+	if n, _ := c.LogSize(bg, room, 0); n != int64(len(want)) {
 		t.Errorf("%d leaves after a clean close, want %d", n, len(want))
 	}
 	// No other room's log has a leaf.
-	if n, _ := c.LogSize(bg, sig.Hash{1}); n != 0 {
+	if n, _ := c.LogSize(bg, sig.Hash{1}, 0); n != 0 {
 		t.Errorf("another room's log has %d leaves", n)
 	}
 }

@@ -79,7 +79,7 @@ func boltInvariants(s *Bolt) error {
 			}
 			if r.logIndex >= 0 {
 				// Its leaf is its log's at the index its row names.
-				es, err := s.LogEntries(bg, dc.room, r.logIndex, r.logIndex+1)
+				es, err := s.LogEntries(bg, dc.room, 0, r.logIndex, r.logIndex+1)
 				if err != nil || es[0] != (LogEntry{Digest: sig.Hash(k[8:]), T: binary.BigEndian.Uint64(k)}) {
 					return fmt.Errorf("decision %x names leaf %d of its log, which holds %v (%v)", k[8:], r.logIndex, es, err)
 				}

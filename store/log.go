@@ -46,39 +46,73 @@ func ParseLogEntry(b []byte) (LogEntry, error) {
 	return LogEntry{Digest: sig.Hash(b[:sig.HashSize]), T: binary.BigEndian.Uint64(b[sig.HashSize:])}, nil
 }
 
-// Log reads a room's log of decisions. Every Store is one.
-type Log interface {
-	// LogSize is the number of leaves in the room's log (0 for a room
-	// with none).
-	LogSize(ctx context.Context, room sig.Hash) (int64, error)
-	// LogEntries returns the leaves [start, end) of the room's log; end
-	// must not pass its size.
-	LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]LogEntry, error)
-	// LogHashes returns the stored hashes at the indexes (tlog's stored
-	// hash indexes), each of which must be below tlog.StoredHashCount of
-	// the log's size.
-	LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error)
-	// LogIndex is the index of the decision's leaf in the room's log, or
-	// ErrNotFound: for a digest no leaf of it names, and, in a store that
-	// finds it through the decision's row (Bolt), for a pruned decision.
-	LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error)
+// A room's decisions may be in several logs (issue 31): a store that
+// several servers share (PostgreSQL) gives each server its own log of each
+// room, so that no server's commit waits for another's, and the room's
+// order is the merge of its logs by (t, log, index). A store of one server
+// (bbolt, memory) has one log a room, number 0.
 
-	// PutKeyEpoch keeps a key log head the room has had (issue 16): one
-	// whose seq is held already is left as it is.
+// LogInfo is one of a room's logs.
+type LogInfo struct {
+	// N is the log's number in its room: 0 is the room's first log (issue
+	// 16's one log), the only one of a store of one server.
+	N int64
+	// Server names the server that appends to it ("host pid"), "" for a
+	// store of one server and for a log from before issue 31.
+	Server string
+	// Size is its number of leaves, committed.
+	Size int64
+	// Sealed is true for a log nothing will be appended to again (its
+	// server closed or went away): its size is final.
+	Sealed bool
+}
+
+// Log reads a room's logs of decisions. Every Store is one.
+type Log interface {
+	// Logs returns the room's logs by ascending number; none for a room
+	// that has none.
+	Logs(ctx context.Context, room sig.Hash) ([]LogInfo, error)
+	// OwnLog is the log this store appends the room's decisions to,
+	// made (empty) when there is none yet.
+	OwnLog(ctx context.Context, room sig.Hash) (LogInfo, error)
+	// LogSize is the number of leaves in log n of the room (0 for a log
+	// or a room it does not have).
+	LogSize(ctx context.Context, room sig.Hash, n int64) (int64, error)
+	// LogEntries returns the leaves [start, end) of log n of the room;
+	// end must not pass its size.
+	LogEntries(ctx context.Context, room sig.Hash, n, start, end int64) ([]LogEntry, error)
+	// LogHashes returns the stored hashes of log n of the room at the
+	// indexes (tlog's stored hash indexes), each of which must be below
+	// tlog.StoredHashCount of the log's size.
+	LogHashes(ctx context.Context, room sig.Hash, n int64, indexes []int64) ([]tlog.Hash, error)
+	// LogRef is the log and the index of the decision's leaf in the room,
+	// or ErrNotFound: for a digest no leaf of it names, and, in a store
+	// that finds it through the decision's row (Bolt), for a pruned
+	// decision.
+	LogRef(ctx context.Context, room sig.Hash, digest sig.Hash) (n, index int64, err error)
+
+	// PutKeyEpoch keeps a key log head the room has had, from where it is
+	// in force in log e.Log: one whose (seq, log) is held already is left
+	// as it is.
 	PutKeyEpoch(ctx context.Context, room sig.Hash, e KeyEpoch) error
-	// KeyEpochs returns the heads the room has had, by ascending seq.
+	// KeyEpochs returns the heads the room has had, by ascending seq and,
+	// for one seq, by ascending log.
 	KeyEpochs(ctx context.Context, room sig.Hash) ([]KeyEpoch, error)
 }
 
-// A KeyEpoch is a key log head a room has had, and from where in its log
-// the head was in force: the decisions at or after From, and before the
-// next epoch's From, are checked against it (SPEC-NOTES, "Issue 16").
+// A KeyEpoch is a key log head a room has had, and from where in one of
+// its logs the head was in force: that log's decisions at or after From,
+// and before the From of the log's next epoch, are checked against it
+// (SPEC-NOTES, "Issue 16"; issue 31: each log has its own start of each
+// head, its server's). A log with no start for a head has none of its
+// decisions under it.
 type KeyEpoch struct {
 	Seq  uint64
-	From int64  // the log's size when the server installed the head
+	Log  int64  // the log it starts in: 0 in a store of one server
+	From int64  // the log's size when its server installed the head
 	Head []byte // the head's bytes (COMPANION §4)
 	// Handover is the checkpoint the server signed, under the head before,
-	// of the log's first From leaves; nil for a room's first head.
+	// of the log's first From leaves; nil for a log's first head.
 	Handover []byte
 }
 

@@ -293,23 +293,59 @@ func (m *Memory) appendLog(d Decision) error {
 	return nil
 }
 
+// errNoSuchLog is a log number other than 0, the one log a room has here.
+func errNoSuchLog(n int64) error {
+	return fmt.Errorf("store: no log %d: a room has one log here, 0", n)
+}
+
+// Logs returns the room's one log, when it has one.
+func (m *Memory) Logs(ctx context.Context, room sig.Hash) ([]LogInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if l := m.logs[room]; l != nil {
+		return []LogInfo{{Size: int64(len(l.entries))}}, nil
+	}
+	return nil, nil
+}
+
+// OwnLog is the room's one log, 0.
+func (m *Memory) OwnLog(ctx context.Context, room sig.Hash) (LogInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return LogInfo{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.logs[room]
+	if l == nil {
+		l = &memLog{}
+		m.logs[room] = l
+	}
+	return LogInfo{Size: int64(len(l.entries))}, nil
+}
+
 // LogSize is the number of leaves in the room's log.
-func (m *Memory) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
+func (m *Memory) LogSize(ctx context.Context, room sig.Hash, n int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if l := m.logs[room]; l != nil {
+	if l := m.logs[room]; l != nil && n == 0 {
 		return int64(len(l.entries)), nil
 	}
 	return 0, nil
 }
 
 // LogEntries returns the leaves [start, end) of the room's log.
-func (m *Memory) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]LogEntry, error) {
+func (m *Memory) LogEntries(ctx context.Context, room sig.Hash, n, start, end int64) ([]LogEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if n != 0 {
+		return nil, errNoSuchLog(n)
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -324,9 +360,12 @@ func (m *Memory) LogEntries(ctx context.Context, room sig.Hash, start, end int64
 }
 
 // LogHashes returns the room's stored log hashes at the indexes.
-func (m *Memory) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
+func (m *Memory) LogHashes(ctx context.Context, room sig.Hash, n int64, indexes []int64) ([]tlog.Hash, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if n != 0 {
+		return nil, errNoSuchLog(n)
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -344,25 +383,28 @@ func (m *Memory) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) 
 	return out, nil
 }
 
-// LogIndex is the index of the decision's leaf in the room's log.
-func (m *Memory) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
+// LogRef is the index of the decision's leaf in the room's log, 0.
+func (m *Memory) LogRef(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if l := m.logs[room]; l != nil {
 		if x, ok := l.index[digest]; ok {
-			return x, nil
+			return 0, x, nil
 		}
 	}
-	return 0, ErrNotFound
+	return 0, 0, ErrNotFound
 }
 
 // PutKeyEpoch keeps a head the room has had.
 func (m *Memory) PutKeyEpoch(ctx context.Context, room sig.Hash, e KeyEpoch) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if e.Log != 0 {
+		return errNoSuchLog(e.Log)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -348,7 +348,7 @@ func TestProofs(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &inc); err != nil || inc.Index != 3 || inc.Size != 5 || w.Header().Get("Cache-Control") != "no-cache" {
 		t.Fatalf("inclusion: %d %s", w.Code, w.Body)
 	}
-	leaf, err := e.st.LogHashes(bg, id, []int64{tlog.StoredHashIndex(0, 3)})
+	leaf, err := e.st.LogHashes(bg, id, 0, []int64{tlog.StoredHashIndex(0, 3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestProofs(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &con); err != nil || con.From != 2 || con.Size != 5 || w.Header().Get("Cache-Control") != Immutable {
 		t.Fatalf("consistency: %d %s", w.Code, w.Body)
 	}
-	root2, err := tlog.TreeHash(2, declog.HashReader(bg, e.st, id))
+	root2, err := tlog.TreeHash(2, declog.HashReader(bg, e.st, id, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func (a *Audit) epochOf(ctx context.Context, id sig.Hash, rm Room) (*declog.Epoc
 // signCheckpoint signs the checkpoint of the room's log of size leaves,
 // naming epoch.
 func (a *Audit) signCheckpoint(ctx context.Context, id sig.Hash, key sig.PrivateKey, size int64, epoch *declog.Epoch) ([]byte, error) {
-	root, err := tlog.TreeHash(size, declog.HashReader(ctx, a.st, id))
+	root, err := tlog.TreeHash(size, declog.HashReader(ctx, a.st, id, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (a *Audit) lastCheckpoint(id sig.Hash) *atomic.Pointer[signedCheckpoint] {
 // checkpoint is the room's latest checkpoint: signed again when the log
 // has grown and the last is checkpointEvery old.
 func (a *Audit) checkpoint(ctx context.Context, id sig.Hash, rm Room) ([]byte, error) {
-	size, err := a.st.LogSize(ctx, id)
+	size, err := a.st.LogSize(ctx, id, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (a *Audit) KeepEpoch(ctx context.Context, id sig.Hash, rm Room) error {
 	if len(es) > 0 && es[len(es)-1].Seq >= rm.Seq {
 		return nil
 	}
-	size, err := a.st.LogSize(ctx, id)
+	size, err := a.st.LogSize(ctx, id, 0)
 	if err != nil {
 		return err
 	}
@@ -255,12 +255,12 @@ func (a *Audit) serveTile(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, api.Errorf(api.BadLogRequest, "%v", err))
 		return
 	}
-	size, err := a.st.LogSize(r.Context(), id)
+	size, err := a.st.LogSize(r.Context(), id, 0)
 	if err != nil {
 		web.Refuse(w, a.fails.Failed("the room's log", err))
 		return
 	}
-	b, err := declog.ReadTile(r.Context(), a.st, id, t, size)
+	b, err := declog.ReadTile(r.Context(), a.st, id, 0, t, size)
 	switch {
 	case errors.Is(err, declog.ErrBeyond):
 		web.Refuse(w, api.Errorf(api.NotFound, "tile %s is past the log's %d leaves", declog.TilePath(t), size))
@@ -314,7 +314,7 @@ func (a *Audit) logProof(w http.ResponseWriter, r *http.Request, params ...strin
 		web.Refuse(w, aerr)
 		return id, 0, false
 	}
-	size, err := a.st.LogSize(r.Context(), id)
+	size, err := a.st.LogSize(r.Context(), id, 0)
 	if err != nil {
 		web.Refuse(w, a.fails.Failed("the room's log", err))
 		return id, 0, false
@@ -336,7 +336,10 @@ func (a *Audit) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	at, err := a.st.LogIndex(ctx, id, digest)
+	log, at, err := a.st.LogRef(ctx, id, digest)
+	if err == nil && log != 0 {
+		err = store.ErrNotFound // (in another log: issue 31's routes are not built yet)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		web.Refuse(w, api.Errorf(api.NotFound, "the log of room %s holds no decision %s, or its decision is pruned", id, digest))
 		return
@@ -353,7 +356,7 @@ func (a *Audit) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, aerr)
 		return
 	}
-	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, a.st, id))
+	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, a.st, id, 0))
 	if err != nil {
 		web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving leaf %d", at), err))
 		return
@@ -390,7 +393,7 @@ func (a *Audit) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	p := tlog.TreeProof{} // from no leaves, nothing to prove
 	if m > 0 {
 		var err error
-		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, a.st, id)); err != nil {
+		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, a.st, id, 0)); err != nil {
 			web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving %d from %d", n, m), err))
 			return
 		}

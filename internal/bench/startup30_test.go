@@ -43,7 +43,7 @@ func TestBuildDecisions(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	room := r.sc.Room.ID()
-	es, err := st.LogEntries(ctx, room, 0, count)
+	es, err := st.LogEntries(ctx, room, 0, 0, count)
 	if err != nil || len(es) != count {
 		t.Fatalf("%d leaves read: %v", len(es), err)
 	}

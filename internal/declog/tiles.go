@@ -123,22 +123,22 @@ func Within(t tlog.Tile, size int64) bool {
 	return end <= uint64(size)>>(max(t.L, 0)*Height)
 }
 
-// ReadTile reads a tile of room's log of size leaves from l.
-func ReadTile(ctx context.Context, l store.Log, room sig.Hash, t tlog.Tile, size int64) ([]byte, error) {
+// ReadTile reads a tile of log n of the room, of size leaves, from l.
+func ReadTile(ctx context.Context, l store.Log, room sig.Hash, n int64, t tlog.Tile, size int64) ([]byte, error) {
 	if t.H != Height || !Within(t, size) {
 		return nil, ErrBeyond
 	}
 	if t.L == EntriesLevel {
-		es, err := l.LogEntries(ctx, room, t.N*Width, t.N*Width+int64(t.W))
+		es, err := l.LogEntries(ctx, room, n, t.N*Width, t.N*Width+int64(t.W))
 		if err != nil {
 			return nil, err
 		}
 		return AppendBundle(make([]byte, 0, len(es)*entrySize), es), nil
 	}
-	return tlog.ReadTileData(t, HashReader(ctx, l, room))
+	return tlog.ReadTileData(t, HashReader(ctx, l, room, n))
 }
 
-// HashReader reads room's stored hashes from l.
-func HashReader(ctx context.Context, l store.Log, room sig.Hash) tlog.HashReader {
-	return tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return l.LogHashes(ctx, room, x) })
+// HashReader reads the stored hashes of log n of the room from l.
+func HashReader(ctx context.Context, l store.Log, room sig.Hash, n int64) tlog.HashReader {
+	return tlog.HashReaderFunc(func(x []int64) ([]tlog.Hash, error) { return l.LogHashes(ctx, room, n, x) })
 }

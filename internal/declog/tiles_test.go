@@ -397,7 +397,7 @@ func buildLog(room sig.Hash, n int) (*store.Memory, [][]byte, error) {
 			batch = batch[:0]
 		}
 	}
-	if got, err := m.LogSize(ctx, room); err != nil || got != int64(n) {
+	if got, err := m.LogSize(ctx, room, 0); err != nil || got != int64(n) {
 		return nil, nil, fmt.Errorf("the log's size %d, %v, want %d", got, err, n)
 	}
 	return m, leaves, nil
@@ -469,7 +469,7 @@ func TestReadTile(t *testing.T) {
 		ts = append(ts, tile(0, 0, w), tile(-1, 100, w), tile(1, 0, w))
 	}
 	for _, tl := range ts {
-		got, err := declog.ReadTile(ctx, m, logRoom, tl, size)
+		got, err := declog.ReadTile(ctx, m, logRoom, 0, tl, size)
 		if err != nil {
 			t.Fatalf("ReadTile(%s): %v", declog.TilePath(tl), err)
 		}
@@ -485,7 +485,7 @@ func TestReadTile(t *testing.T) {
 	}
 	// A smaller tree of the same log: its tiles read, what passes it not.
 	for _, tl := range []tlog.Tile{tile(0, 3, 232), tile(-1, 3, 232), tile(1, 0, 3)} {
-		got, err := declog.ReadTile(ctx, m, logRoom, tl, 1000)
+		got, err := declog.ReadTile(ctx, m, logRoom, 0, tl, 1000)
 		if err != nil || !bytes.Equal(got, ref.tile(tl.L, tl.N, tl.W)) {
 			t.Errorf("ReadTile(%s) of the tree of 1000: %v", declog.TilePath(tl), err)
 		}
@@ -500,7 +500,7 @@ func TestReadTile(t *testing.T) {
 		{tlog.Tile{H: 4, L: 0, N: 0, W: 16}, size}, {tlog.Tile{H: 16, L: 0, N: 0, W: 1}, size},
 		{tile(0, 0, 0), size}, {tile(0, -1, 256), size}, {tile(0, 0, 257), size},
 	} {
-		if got, err := declog.ReadTile(ctx, m, logRoom, tc.t, tc.size); !errors.Is(err, declog.ErrBeyond) {
+		if got, err := declog.ReadTile(ctx, m, logRoom, 0, tc.t, tc.size); !errors.Is(err, declog.ErrBeyond) {
 			t.Errorf("ReadTile(%+v) of the tree of %d = %d bytes, %v, want ErrBeyond", tc.t, tc.size, len(got), err)
 		}
 	}
@@ -520,7 +520,7 @@ func (r tileReader) Height() int { return declog.Height }
 func (r tileReader) ReadTiles(ts []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(ts))
 	for i, t := range ts {
-		b, err := declog.ReadTile(r.ctx, r.log, logRoom, t, r.size)
+		b, err := declog.ReadTile(r.ctx, r.log, logRoom, 0, t, r.size)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", declog.TilePath(t), err)
 		}

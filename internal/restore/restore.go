@@ -41,11 +41,11 @@ type Logged struct {
 // number of the room's pathways).
 func Resume(ctx context.Context, st store.Store, id sig.Hash, n int, loads *store.MemLoads) (Logged, error) {
 	var lg Logged
-	size, err := st.LogSize(ctx, id)
+	size, err := st.LogSize(ctx, id, 0)
 	if err != nil || size == 0 {
 		return lg, err
 	}
-	last, err := st.LogEntries(ctx, id, max(0, size-restoreChunk), size)
+	last, err := st.LogEntries(ctx, id, 0, max(0, size-restoreChunk), size)
 	if err != nil {
 		return lg, err
 	}
@@ -92,7 +92,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 	counted, read := 0, 0
 	for end := lg.size; end > 0; {
 		start := max(0, end-restoreChunk)
-		es, err := src.Store.LogEntries(ctx, r.ID, start, end)
+		es, err := src.Store.LogEntries(ctx, r.ID, 0, start, end)
 		if err != nil {
 			return counted, err
 		}
@@ -140,7 +140,7 @@ func liveLeaves(ctx context.Context, st store.Store, room sig.Hash, lg Logged, l
 	n := 0
 	for end := lg.size; end > 0; {
 		start := max(0, end-restoreChunk)
-		es, err := st.LogEntries(ctx, room, start, end)
+		es, err := st.LogEntries(ctx, room, 0, start, end)
 		if err != nil {
 			return n, err
 		}

@@ -226,11 +226,11 @@ type tamperedLog struct {
 }
 
 func (s *tamperedLog) view(ctx context.Context, room sig.Hash) ([]store.LogEntry, []tlog.Hash, error) {
-	n, err := s.Store.LogSize(ctx, room)
+	n, err := s.Store.LogSize(ctx, room, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	es, err := s.Store.LogEntries(ctx, room, 0, n)
+	es, err := s.Store.LogEntries(ctx, room, 0, 0, n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,12 +249,12 @@ func (s *tamperedLog) view(ctx context.Context, room sig.Hash) ([]store.LogEntry
 	return edited, hs, err
 }
 
-func (s *tamperedLog) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
+func (s *tamperedLog) LogSize(ctx context.Context, room sig.Hash, _ int64) (int64, error) {
 	es, _, err := s.view(ctx, room)
 	return int64(len(es)), err
 }
 
-func (s *tamperedLog) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]store.LogEntry, error) {
+func (s *tamperedLog) LogEntries(ctx context.Context, room sig.Hash, _, start, end int64) ([]store.LogEntry, error) {
 	es, _, err := s.view(ctx, room)
 	if err != nil || end > int64(len(es)) {
 		return nil, errors.Join(err, errors.New("past the log"))
@@ -262,7 +262,7 @@ func (s *tamperedLog) LogEntries(ctx context.Context, room sig.Hash, start, end 
 	return es[start:end], nil
 }
 
-func (s *tamperedLog) LogHashes(ctx context.Context, room sig.Hash, x []int64) ([]tlog.Hash, error) {
+func (s *tamperedLog) LogHashes(ctx context.Context, room sig.Hash, _ int64, x []int64) ([]tlog.Hash, error) {
 	_, hs, err := s.view(ctx, room)
 	if err != nil {
 		return nil, err
@@ -277,15 +277,15 @@ func (s *tamperedLog) LogHashes(ctx context.Context, room sig.Hash, x []int64) (
 	return out, nil
 }
 
-func (s *tamperedLog) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
+func (s *tamperedLog) LogRef(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, int64, error) {
 	es, _, err := s.view(ctx, room)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if i := slices.IndexFunc(es, func(e store.LogEntry) bool { return e.Digest == digest }); i >= 0 {
-		return int64(i), nil
+		return 0, int64(i), nil
 	}
-	return 0, store.ErrNotFound
+	return 0, 0, store.ErrNotFound
 }
 
 // raisedLoads states one load one higher than the table's, at the k-th

@@ -331,14 +331,38 @@ func (s *Store) roomLog(ctx context.Context, q querier, room sig.Hash) (int32, i
 	return id, n, err == nil, err
 }
 
+// errNoSuchLog is a log number other than 0, the room's one log.
+func errNoSuchLog(n int64) error { return fmt.Errorf("postgres: no log %d: a room has one log, 0", n) }
+
+// Logs returns the room's one log, when it has one.
+func (s *Store) Logs(ctx context.Context, room sig.Hash) ([]store.LogInfo, error) {
+	_, n, ok, err := s.roomLog(ctx, s.pool, room)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []store.LogInfo{{Size: n}}, nil
+}
+
+// OwnLog is the room's one log, 0, which every server appends to.
+func (s *Store) OwnLog(ctx context.Context, room sig.Hash) (store.LogInfo, error) {
+	n, err := s.LogSize(ctx, room, 0)
+	return store.LogInfo{Size: n}, err
+}
+
 // LogSize is the number of leaves in the room's log.
-func (s *Store) LogSize(ctx context.Context, room sig.Hash) (int64, error) {
-	_, n, _, err := s.roomLog(ctx, s.pool, room)
-	return n, err
+func (s *Store) LogSize(ctx context.Context, room sig.Hash, n int64) (int64, error) {
+	if n != 0 {
+		return 0, nil
+	}
+	_, size, _, err := s.roomLog(ctx, s.pool, room)
+	return size, err
 }
 
 // LogEntries returns the leaves [start, end) of the room's log.
-func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64) ([]store.LogEntry, error) {
+func (s *Store) LogEntries(ctx context.Context, room sig.Hash, n, start, end int64) ([]store.LogEntry, error) {
+	if n != 0 {
+		return nil, errNoSuchLog(n)
+	}
 	if start < 0 || start > end {
 		return nil, fmt.Errorf("postgres: log entries [%d, %d)", start, end)
 	}
@@ -350,21 +374,24 @@ func (s *Store) LogEntries(ctx context.Context, room sig.Hash, start, end int64)
 }
 
 // LogHashes returns the room's stored log hashes at the indexes.
-func (s *Store) LogHashes(ctx context.Context, room sig.Hash, indexes []int64) ([]tlog.Hash, error) {
-	id, n, _, err := s.roomLog(ctx, s.pool, room)
+func (s *Store) LogHashes(ctx context.Context, room sig.Hash, n int64, indexes []int64) ([]tlog.Hash, error) {
+	if n != 0 {
+		return nil, errNoSuchLog(n)
+	}
+	id, size, _, err := s.roomLog(ctx, s.pool, room)
 	if err != nil {
 		return nil, err
 	}
-	return readHashes(ctx, s.pool, id, n, indexes)
+	return readHashes(ctx, s.pool, id, size, indexes)
 }
 
-// LogIndex is the index of the decision's leaf in the room's log.
-func (s *Store) LogIndex(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, error) {
+// LogRef is the index of the decision's leaf in the room's log.
+func (s *Store) LogRef(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, int64, error) {
 	var x int64
 	err := s.pool.QueryRow(ctx, `SELECT d.idx FROM waisteer.decisions d JOIN waisteer.logs l ON l.id = d.log
 		WHERE d.digest = $1 AND l.room = $2`, digest[:], room[:]).Scan(&x)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, store.ErrNotFound
+		return 0, 0, store.ErrNotFound
 	}
-	return x, err
+	return 0, x, err
 }

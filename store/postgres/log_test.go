@@ -50,11 +50,11 @@ func TestLogTiles(t *testing.T) {
 	const total = 66_000
 	check := func(n int64) {
 		t.Helper()
-		if got, err := a.LogSize(ctx, room); err != nil || got != n {
+		if got, err := a.LogSize(ctx, room, 0); err != nil || got != n {
 			t.Fatalf("size %d, %v; want %d", got, err, n)
 		}
 		for _, s := range []*Store{a, b} {
-			r := tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, xs) })
+			r := tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, 0, xs) })
 			got, err := tlog.TreeHash(n, r)
 			if err != nil {
 				t.Fatalf("root of %d: %v", n, err)
@@ -84,7 +84,7 @@ func TestLogTiles(t *testing.T) {
 			for y := x; y < min(count, x+5000); y++ {
 				xs = append(xs, y)
 			}
-			got, err := b.LogHashes(ctx, room, xs)
+			got, err := b.LogHashes(ctx, room, 0, xs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestPutHeldAgain(t *testing.T) {
 	if err := s.PutDecisions(ctx, []store.Evidence{ev}, ds[3:6]); err != nil {
 		t.Fatal(err)
 	}
-	es, err := s.LogEntries(ctx, room, 0, 13)
+	es, err := s.LogEntries(ctx, room, 0, 0, 13)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestPutHeldAgain(t *testing.T) {
 			t.Fatalf("leaf %d is not the decision put %d-th", i, i)
 		}
 	}
-	if n, err := s.LogSize(ctx, room); err != nil || n != 13 {
+	if n, err := s.LogSize(ctx, room, 0); err != nil || n != 13 {
 		t.Fatalf("size %d, %v; want 13", n, err)
 	}
 }

@@ -322,6 +322,9 @@ func (s *Store) PutKeyEpoch(ctx context.Context, room sig.Hash, e store.KeyEpoch
 	if e.From < 0 {
 		return fmt.Errorf("postgres: a key epoch from %d", e.From)
 	}
+	if e.Log != 0 {
+		return errNoSuchLog(e.Log)
+	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO waisteer.key_epochs (room, seq, from_size, head, handover) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (room, seq) DO NOTHING`, room[:], i64(e.Seq), e.From, e.Head, e.Handover)
 	return err

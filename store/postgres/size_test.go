@@ -58,7 +58,7 @@ func TestBytesPerDecision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.LogSize(ctx, ds0Room()); err != nil || n != int64(count) {
+	if n, err := s.LogSize(ctx, ds0Room(), 0); err != nil || n != int64(count) {
 		t.Fatalf("the log holds %d leaves, %v; want %d", n, err, count)
 	}
 	if _, err := s.pool.Exec(ctx, "VACUUM"); err != nil {

@@ -109,11 +109,11 @@ func TestMigrateLogs(t *testing.T) {
 		byRoom[d.Room] = append(byRoom[d.Room], d)
 	}
 	for room, ds := range byRoom {
-		n, err := s.LogSize(ctx, room)
+		n, err := s.LogSize(ctx, room, 0)
 		if err != nil || n != int64(len(ds)) {
 			t.Fatalf("room %s: size %d, %v; want %d", room, n, err, len(ds))
 		}
-		es, err := s.LogEntries(ctx, room, 0, n)
+		es, err := s.LogEntries(ctx, room, 0, 0, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,11 +121,11 @@ func TestMigrateLogs(t *testing.T) {
 			if es[i] != (store.LogEntry{Digest: d.Digest, T: d.T}) {
 				t.Fatalf("room %s: leaf %d moved", room, i)
 			}
-			if x, err := s.LogIndex(ctx, room, d.Digest); err != nil || x != int64(i) {
-				t.Fatalf("room %s: LogIndex of leaf %d: %d, %v", room, i, x, err)
+			if n, x, err := s.LogRef(ctx, room, d.Digest); err != nil || n != 0 || x != int64(i) {
+				t.Fatalf("room %s: LogRef of leaf %d: %d of log %d, %v", room, i, x, n, err)
 			}
 		}
-		got, err := tlog.TreeHash(n, tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, xs) }))
+		got, err := tlog.TreeHash(n, tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, 0, xs) }))
 		want, _ := tlog.TreeHash(n, refs[room])
 		if err != nil || got != want {
 			t.Fatalf("room %s: root %v, %v; schema 3's %v", room, got, err, want)
@@ -142,7 +142,7 @@ func TestMigrateLogs(t *testing.T) {
 			t.Errorf("decision %s after migrating: %v", d.Digest, err)
 		}
 	}
-	if _, err := s.LogIndex(ctx, old[0].Room, old[0].Digest); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.LogRef(ctx, old[0].Room, old[0].Digest); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a decision from before the logs is in one: %v", err)
 	}
 	// The log grows on: the next decision is leaf 600, and the root is
@@ -153,10 +153,10 @@ func TestMigrateLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs[room].add(t, store.LogEntry{Digest: next[0].Digest, T: next[0].T})
-	if x, err := s.LogIndex(ctx, room, next[0].Digest); err != nil || x != 600 {
+	if _, x, err := s.LogRef(ctx, room, next[0].Digest); err != nil || x != 600 {
 		t.Fatalf("the first decision after migrating is leaf %d, %v; want 600", x, err)
 	}
-	got, err := tlog.TreeHash(601, tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, xs) }))
+	got, err := tlog.TreeHash(601, tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, 0, xs) }))
 	if want, _ := tlog.TreeHash(601, refs[room]); err != nil || got != want {
 		t.Fatalf("root of 601: %v, %v; want %v", got, err, want)
 	}
@@ -166,7 +166,7 @@ func TestMigrateLogs(t *testing.T) {
 	if err != nil || st.Decisions != 600-50+3+5+1 {
 		t.Fatalf("Prune: %+v, %v; want the %d decisions held", st, err, 600-50+3+5+1)
 	}
-	if es, err := s.LogEntries(ctx, room, 0, 601); err != nil || len(es) != 601 {
+	if es, err := s.LogEntries(ctx, room, 0, 0, 601); err != nil || len(es) != 601 {
 		t.Fatalf("after pruning: %d leaves, %v", len(es), err)
 	}
 	var rows int
