@@ -236,7 +236,7 @@ func OpenLog(b []byte, room sig.Hash, log int64, keys []sig.PublicKey) (Checkpoi
 	var unverified *note.UnverifiedNoteError
 	switch {
 	case errors.As(err, &unverified):
-		return Checkpoint{}, sig.PublicKey{}, fmt.Errorf("declog: the checkpoint is signed by no key that may sign for log %d of room %s", log, room)
+		return Checkpoint{}, sig.PublicKey{}, fmt.Errorf("declog: the checkpoint is signed by no key that may sign for room %s, log %d", room, log)
 	case err != nil:
 		return Checkpoint{}, sig.PublicKey{}, fmt.Errorf("declog: the checkpoint is not a signed note: %v", err)
 	}
