@@ -579,3 +579,53 @@ func TestLogsAuditFails(t *testing.T) {
 		t.Errorf("a decision in two logs: %+v, want %+v\n%v", rep.Duplicates, want, rep)
 	}
 }
+
+// TestFollowedHeadStarts (issue 31: each log has a start for every head
+// its decisions are signed under): a head another server of a shared
+// store installed, which this one installs as it is (internal/follow),
+// starts in this server's own log at its size then, with the handover of
+// that log under the head before; the audit of the room holds after.
+func TestFollowedHeadStarts(t *testing.T) {
+	r := newRooms31(t)
+	r.steer(t, 15) // 5 decisions each
+	head2, _, _, err := roomGrant(r.a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, ok := followRooms{r.c.srv}.Room(r.c.sc.Room.ID())
+	if !ok {
+		t.Fatal("c has no room to follow")
+	}
+	release := fr.Hold()
+	seq, aerr := fr.InstallHead(context.Background(), head2)
+	release()
+	if aerr != nil || seq != 2 {
+		t.Fatalf("c installs head 2 as followed: %d, %v", seq, aerr)
+	}
+	r.steer(t, 6)
+	es, err := r.ml.KeyEpochs(context.Background(), r.a.sc.Room.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c3 []store.KeyEpoch
+	for _, e := range es {
+		if e.Log == 3 {
+			c3 = append(c3, e)
+		}
+	}
+	if len(c3) != 2 || c3[1].Seq != 2 || c3[1].From != 5 || c3[1].Handover == nil {
+		var got []string
+		for _, e := range c3 {
+			got = append(got, fmt.Sprintf("seq %d from %d (handover of %d bytes)", e.Seq, e.From, len(e.Handover)))
+		}
+		t.Fatalf("log 3's epochs %v: want head 2 from c's 5 decisions, with a handover", got)
+	}
+	h, _, err := declog.OpenLog(c3[1].Handover, r.a.sc.Room.ID(), 3, []sig.PublicKey{r.a.sc.SteerKey.Public()})
+	if err != nil || h.Size != 5 || h.Server != "host-c 103" || h.Root != mth(leafBytes(r.leaves[r.c][:5])) || *h.Keys != (declog.Epoch{Seq: 1, From: 0}) {
+		t.Fatalf("log 3's handover %+v, %v: want its 5 leaves under head 1", h, err)
+	}
+	rep, err := r.auditA(nil)
+	if err != nil || !rep.OK() || rep.Logs[2].HeadAt(5).Seq != 2 || rep.Logs[2].HeadAt(4).Seq != 1 || rep.Logs[0].HeadAt(6).Seq != 1 {
+		t.Fatalf("the audit after c followed head 2: %v\n%v", err, rep)
+	}
+}
