@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/waisteer/waisteer/internal/declog"
 )
@@ -46,8 +47,8 @@ func ParseState(b []byte) (State, error) {
 	}
 	if !bytes.HasPrefix(b, []byte("{")) {
 		// Issue 16's file: a checkpoint's note starts with its origin.
-		if len(b) > declog.MaxCheckpointBytes {
-			return State{}, fmt.Errorf("audit: a state of one checkpoint of %d bytes, more than %d", len(b), declog.MaxCheckpointBytes)
+		if len(b) == 0 || len(b) > declog.MaxCheckpointBytes || !utf8.Valid(b) {
+			return State{}, fmt.Errorf("audit: a state of one checkpoint of %d bytes, not 1 to %d of UTF-8 (a signed note)", len(b), declog.MaxCheckpointBytes)
 		}
 		return State{Logs: []SeenLog{{Log: 0, Checkpoint: string(b)}}}, nil
 	}
