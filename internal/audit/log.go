@@ -143,10 +143,16 @@ func (a *Audit) epochOf(ctx context.Context, id sig.Hash, rm Room, n, size int64
 		}
 	}
 	if in == nil {
-		return nil, fmt.Errorf("the room has a key log and log %d has no start of any of its heads", n)
+		return nil, fmt.Errorf("%w: log %d", errNoStart, n)
 	}
 	return in, nil
 }
+
+// errNoStart is a log with no start of any of the room's heads: none of
+// its decisions is signed under any, so it has none (KeepEpoch starts the
+// head in force in a server's log before its first decision there), or it
+// is not one of the room's (log 0 on a shared store made after issue 31).
+var errNoStart = errors.New("the room has a key log, and no head of it starts in the log")
 
 // signCheckpoint signs the checkpoint of log n of the room, of size leaves,
 // naming epoch; server is the log's (store.LogInfo.Server).
@@ -292,6 +298,10 @@ func (a *Audit) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := a.checkpoint(r.Context(), l.room, *l.rm, l.info)
+	if errors.Is(err, errNoStart) && l.info.Size == 0 {
+		web.Refuse(w, api.Errorf(api.NotFound, "room %s has no decision in log %d: its logs are listed at /v1/rooms/%s/logs", l.room, l.info.N, l.room))
+		return
+	}
 	if err != nil {
 		web.Refuse(w, a.fails.Failed(fmt.Sprintf("the checkpoint of log %d", l.info.N), err))
 		return

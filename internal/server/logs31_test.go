@@ -452,6 +452,9 @@ func TestLogsRoutes(t *testing.T) {
 		{"/logs/2/inclusion/" + r.leaves[r.a][0].Digest.String(), 404, "not_found"},
 		{"/logs/2/checkpoint?x=1", 400, "query_not_allowed"},
 		{"/logs?x=1", 400, "query_not_allowed"},
+		// issue 16's route of a room with no log 0 (a shared store made
+		// after issue 31): not found, naming the list.
+		{"/log/checkpoint", 404, "not_found"},
 	} {
 		resp, b := r.a.get(base + c.target)
 		wantError(t, c.target, resp, b, c.status, c.code)
