@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -138,29 +140,48 @@ type serverLog struct {
 	Sealed bool   `json:"sealed"`
 }
 
-// listLogs fetches the room's logs (issue 31), checked to be by strictly
-// ascending number, each of a size and a server that read; a server with
+// listLogs fetches the room's logs (issue 31, parseLogs); a server with
 // no list (issue 16's, which answers the route not_found) has log 0
 // alone, and listed is false.
 func listLogs(ctx context.Context, c *client.Client, base string, roomID sig.Hash) (logs []serverLog, listed bool, err error) {
-	err = c.GetJSON(ctx, base+"/v1/rooms/"+roomID.String()+"/logs", &logs)
+	b, err := c.Get(ctx, base+"/v1/rooms/"+roomID.String()+"/logs", client.MaxJSONBytes)
 	if e := client.ErrorOf(err); e != nil && api.IsNotFound(e) && e.Code != api.RoomNotFound {
 		return []serverLog{{Log: 0}}, false, nil
 	}
 	if err != nil {
 		return nil, false, &Failure{Where: "logs", Err: err}
 	}
+	if logs, err = parseLogs(b); err != nil {
+		return nil, false, &Failure{Where: "logs", Err: err}
+	}
+	return logs, true, nil
+}
+
+// parseLogs reads the list of a room's logs: one JSON array of view.Log's
+// objects with no other member, by strictly ascending number, each of a
+// size not below 0 and, but log 0, of a server that reads
+// (declog.ParseServer).
+func parseLogs(b []byte) ([]serverLog, error) {
+	var logs []serverLog
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&logs); err != nil {
+		return nil, fmt.Errorf("the list of logs does not read: %v", clipErr(err))
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("the list of logs has more after its array")
+	}
 	for i, l := range logs {
 		if l.Log < 0 || i > 0 && l.Log <= logs[i-1].Log || l.Size < 0 {
-			return nil, false, fail("logs", "log %d of %d leaves is not after the one before, by ascending number", l.Log, l.Size)
+			return nil, fmt.Errorf("log %d of %d leaves is not after the one before, by ascending number", l.Log, l.Size)
 		}
 		if l.Log > 0 {
 			if _, _, err := declog.ParseServer(l.Server); err != nil {
-				return nil, false, fail("logs", "log %d: %v", l.Log, err)
+				return nil, fmt.Errorf("log %d: %v", l.Log, err)
 			}
 		}
 	}
-	return logs, true, nil
+	return logs, nil
 }
 
 // ref is one leaf of the room: its log, its index there, and it.

@@ -105,3 +105,32 @@ func FuzzParseState(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseLogs: the list of a room's logs (issue 31's /logs) read never
+// panics, and what it takes is by strictly ascending number, of sizes not
+// below 0 and servers that read.
+func FuzzParseLogs(f *testing.F) {
+	f.Add([]byte(`[{"log":0,"server":"","size":4,"sealed":false}]` + "\n"))
+	f.Add([]byte(`[{"log":1,"server":"host-a 101","size":30,"sealed":false},{"log":3,"server":"h 1","size":0,"sealed":true}]`))
+	f.Add([]byte(`[{"log":2,"server":"h 1","size":1,"sealed":false},{"log":2,"server":"h 1","size":1,"sealed":false}]`))
+	f.Add([]byte(`[{"log":1,"server":"h","size":1,"sealed":false}]`))
+	f.Add([]byte(`[] []`))
+	f.Add([]byte(`[{"log":1,"x":1}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		logs, err := parseLogs(b)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") || len(err.Error()) > 600 {
+				t.Fatalf("an unclear error: %q", err)
+			}
+			return
+		}
+		for i, l := range logs {
+			if l.Log < 0 || i > 0 && l.Log <= logs[i-1].Log || l.Size < 0 {
+				t.Fatalf("parseLogs(%q) = %+v", b, logs)
+			}
+			if _, _, err := declog.ParseServer(l.Server); l.Log > 0 && err != nil {
+				t.Fatalf("parseLogs(%q) = %+v: log %d's server: %v", b, logs, l.Log, err)
+			}
+		}
+	})
+}
