@@ -29,7 +29,7 @@ func runAudit(e *env, args []string) error {
 	roomHex := fs.String("room", "", "the room id, 64 hexadecimal digits")
 	sample := fs.Int("sample", 0, "verify `N` decisions drawn at random by §9 in full (their records fetched); 0 verifies all. Every decision is read and recounted")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "the sample's seed")
-	state := fs.String("state", "", "the `FILE` keeping the last checkpoint seen, which the log must extend (default: the user's cache directory, waisteer/audit/ROOM.checkpoint)")
+	state := fs.String("state", "", "the `FILE` keeping the last checkpoint seen of each of the room's logs, which each log must extend (default: the user's cache directory, waisteer/audit/ROOM.checkpoint)")
 	grace := fs.Duration("grace", 20*time.Second, "the server's session_grace (SPEC-NOTES, session expiry)")
 	staleness := fs.Duration("staleness", 0, "δ, for a room steered by several servers on one database: a stated load may differ from the recount by the changes within it; 0 requires them exact")
 	z := fs.Float64("z", recount.DefaultZ, "the bands' shares' bound, in standard deviations")
@@ -76,15 +76,16 @@ func runAudit(e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "waisteer audit: the log does not check: %v\n", err)
 		return exitCode(1)
 	}
-	// The tree checks: keep its checkpoint for the next audit.
+	// The trees check: keep their checkpoints for the next audit (a file
+	// of issue 16, one checkpoint, is read as log 0's and written anew).
 	if err := os.MkdirAll(filepath.Dir(*state), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(*state, rep.Log.Raw, 0o644); err != nil {
+	if err := os.WriteFile(*state, rep.State(), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprint(e.stdout, rep)
-	fmt.Fprintf(e.stdout, "  checkpoint kept in %s\n", *state)
+	fmt.Fprintf(e.stdout, "  checkpoints kept in %s\n", *state)
 	if !rep.OK() {
 		fmt.Fprintf(e.stderr, "waisteer audit: %s\n", firstMismatch(rep))
 		return exitCode(1)
@@ -96,19 +97,19 @@ func runAudit(e *env, args []string) error {
 func firstMismatch(rep *audit.Report) string {
 	if len(rep.Refused) > 0 {
 		f := rep.Refused[0]
-		return fmt.Sprintf("leaf %d, decision %s, is refused: %s at %s", f.Index, f.Digest, f.Code, f.Where)
+		return fmt.Sprintf("%s, decision %s, is refused: %s at %s", rep.LeafName(f.Log, f.Index), f.Digest, f.Code, f.Where)
 	}
 	r := rep.Recount
 	switch {
 	case len(r.Loads) > 0:
 		m := r.Loads[0]
-		return fmt.Sprintf("leaf %d, decision %s (t %d), states load %d on pathway %s; the recount is %d", m.Index, m.Digest, m.T, m.Stated, m.ID, m.Recount)
+		return fmt.Sprintf("%s, decision %s (t %d), states load %d on pathway %s; the recount is %d", rep.LeafName(m.Log, m.Index), m.Digest, m.T, m.Stated, m.ID, m.Recount)
 	case len(r.Draws) > 0:
 		m := r.Draws[0]
-		return fmt.Sprintf("leaf %d, decision %s, states draw %d; §6.3 gives %d", m.Index, m.Digest, m.Stated, m.Draw)
+		return fmt.Sprintf("%s, decision %s, states draw %d; §6.3 gives %d", rep.LeafName(m.Log, m.Index), m.Digest, m.Stated, m.Draw)
 	case len(r.Shares) > 0:
 		m := r.Shares[0]
-		return fmt.Sprintf("leaf %d, decision %s, is placed by a band its draw is not in", m.Index, m.Digest)
+		return fmt.Sprintf("%s, decision %s, is placed by a band its draw is not in", rep.LeafName(m.Log, m.Index), m.Digest)
 	}
 	for _, b := range r.Bands {
 		if !b.Within {

@@ -63,7 +63,7 @@ type Audit struct {
 	fails    *web.StoreFailures
 	log      *slog.Logger
 
-	checkpoints sync.Map // room id → *atomic.Pointer[signedCheckpoint]
+	checkpoints sync.Map // logKey → *atomic.Pointer[signedCheckpoint]
 }
 
 // New serves the audit of the rooms d.Rooms holds from d.Store.
@@ -85,6 +85,14 @@ func (a *Audit) Routes() []web.Route {
 		{Method: get, Pattern: "/v1/rooms/{room}/log/tile/{path...}", Family: "log", Serve: a.serveTile},
 		{Method: get, Pattern: "/v1/rooms/{room}/log/inclusion/{digest}", Family: "log", Serve: a.serveInclusion},
 		{Method: get, Pattern: "/v1/rooms/{room}/log/consistency", Family: "log", Serve: a.serveConsistency},
+		// Each of a room's logs (issue 31), log 0 included, as /log/
+		// serves log 0.
+		{Method: get, Pattern: "/v1/rooms/{room}/logs", Family: "log", Serve: a.serveLogs},
+		{Method: get, Pattern: "/v1/rooms/{room}/logs/{n}/checkpoint", Family: "log", Serve: a.serveCheckpoint},
+		{Method: get, Pattern: "/v1/rooms/{room}/logs/{n}/epochs", Family: "log", Serve: a.serveEpochs},
+		{Method: get, Pattern: "/v1/rooms/{room}/logs/{n}/tile/{path...}", Family: "log", Serve: a.serveTile},
+		{Method: get, Pattern: "/v1/rooms/{room}/logs/{n}/inclusion/{digest}", Family: "log", Serve: a.serveInclusion},
+		{Method: get, Pattern: "/v1/rooms/{room}/logs/{n}/consistency", Family: "log", Serve: a.serveConsistency},
 	}
 }
 

@@ -244,7 +244,7 @@ func TestCheckpointCache(t *testing.T) {
 		t.Fatalf("the log grew and the checkpoint was signed again within %v", checkpointEvery)
 	}
 	// Past checkpointEvery it is signed again, of 3 leaves.
-	last := e.a.lastCheckpoint(id)
+	last := e.a.lastCheckpoint(logKey{id, 0})
 	old := *last.Load()
 	old.at = old.at.Add(-checkpointEvery)
 	last.Store(&old)

@@ -20,11 +20,15 @@ import (
 	"github.com/waisteer/waisteer/store"
 )
 
-// A room's log of decisions as an auditor reads it (issue 16, internal/
+// A room's logs of decisions as an auditor reads them (issue 16, internal/
 // declog): a checkpoint the room's steering key signs, the tiles of C2SP
 // tlog-tiles (immutable, so that a CDN may keep them), proofs, and the key
 // log heads the room has had with the log's size at each (epochs), so that
 // each decision is checked against the head in force when the log took it.
+//
+// A room has one log per server on a shared store (issue 31), each served
+// under /v1/rooms/{room}/logs/{n}/ as /v1/rooms/{room}/log/ serves log 0,
+// which it still does; /v1/rooms/{room}/logs lists them.
 
 // checkpointEvery is how often a growing log's checkpoint is signed again:
 // an auditor asking more often gets the last one, a prefix of the log.
@@ -34,6 +38,12 @@ type signedCheckpoint struct {
 	size int64
 	b    []byte
 	at   time.Time
+}
+
+// logKey names one log of one room, for the latest checkpoint signed.
+type logKey struct {
+	room sig.Hash
+	n    int64
 }
 
 // logRoom finds the room of a log route: a steered room, or one the store
@@ -53,24 +63,72 @@ func (a *Audit) logRoom(r *http.Request) (sig.Hash, *Room, *api.Error) {
 	return id, nil, api.Errorf(api.RoomNotFound, "the server holds no room %s", id)
 }
 
-// logGet begins a log route that reads no query: the room it names, or
-// false once it has answered.
-func (a *Audit) logGet(w http.ResponseWriter, r *http.Request) (sig.Hash, bool) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	if !web.NoQuery(w, r) {
-		return sig.Hash{}, false
-	}
-	id, _, aerr := a.logRoom(r)
-	if aerr != nil {
-		web.Refuse(w, aerr)
-		return id, false
-	}
-	return id, true
+// logAt is the log a route serves, as it stands.
+type logAt struct {
+	room sig.Hash
+	rm   *Room // nil for a room no longer steered here
+	info store.LogInfo
+	// path is the log's routes' prefix, for messages and redirects:
+	// /v1/rooms/<id>/log or /v1/rooms/<id>/logs/<n>.
+	path string
 }
 
-// epochOf is the epoch a checkpoint of the room names: the latest head the
-// room has had (nil for a room with no origin).
-func (a *Audit) epochOf(ctx context.Context, id sig.Hash, rm Room) (*declog.Epoch, error) {
+// logOf finds the room and the log a route names and reads its size: log
+// 0 for the routes under /log/, and the log {n} under /logs/{n}/, which
+// must be one of the room's (store.Log.Logs).
+func (a *Audit) logOf(r *http.Request) (logAt, *api.Error) {
+	id, rm, aerr := a.logRoom(r)
+	if aerr != nil {
+		return logAt{}, aerr
+	}
+	l := logAt{room: id, rm: rm, path: "/v1/rooms/" + id.String() + "/log"}
+	ns := r.PathValue("n")
+	if ns == "" {
+		// issue 16's routes: log 0, whatever logs the room has.
+		size, err := a.st.LogSize(r.Context(), id, 0)
+		if err != nil {
+			return l, a.fails.Failed("the room's log", err)
+		}
+		l.info = store.LogInfo{N: 0, Size: size}
+		return l, nil
+	}
+	n, err := declog.ParseLogNumber(ns)
+	if err != nil {
+		return l, api.Errorf(api.BadLogRequest, "%v", err)
+	}
+	logs, err := a.st.Logs(r.Context(), id)
+	if err != nil {
+		return l, a.fails.Failed("the room's logs", err)
+	}
+	for _, li := range logs {
+		if li.N == n {
+			l.info, l.path = li, "/v1/rooms/"+id.String()+"/logs/"+ns
+			return l, nil
+		}
+	}
+	return l, api.Errorf(api.NotFound, "room %s has no log %d (its logs are listed at /v1/rooms/%s/logs)", id, n, id)
+}
+
+// logGet begins a log route that reads no query: the log it names, or
+// false once it has answered.
+func (a *Audit) logGet(w http.ResponseWriter, r *http.Request) (logAt, bool) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !web.NoQuery(w, r) {
+		return logAt{}, false
+	}
+	l, aerr := a.logOf(r)
+	if aerr != nil {
+		web.Refuse(w, aerr)
+		return l, false
+	}
+	return l, true
+}
+
+// epochOf is the epoch a checkpoint of log n of the room, of size leaves,
+// names: the latest head with a start in that log at or before its size
+// (issue 31: each log has its own start of each head); nil for a room with
+// no origin.
+func (a *Audit) epochOf(ctx context.Context, id sig.Hash, rm Room, n, size int64) (*declog.Epoch, error) {
 	if rm.Head == nil {
 		return nil, nil
 	}
@@ -78,48 +136,61 @@ func (a *Audit) epochOf(ctx context.Context, id sig.Hash, rm Room) (*declog.Epoc
 	if err != nil {
 		return nil, err
 	}
-	if len(es) == 0 {
-		return nil, errors.New("the room has a key log and no epoch of it is stored")
+	var in *declog.Epoch
+	for _, e := range es { // by seq
+		if e.Log == n && e.From <= size {
+			in = &declog.Epoch{Seq: e.Seq, From: e.From}
+		}
 	}
-	last := es[len(es)-1]
-	return &declog.Epoch{Seq: last.Seq, From: last.From}, nil
+	if in == nil {
+		return nil, fmt.Errorf("%w: log %d", errNoStart, n)
+	}
+	return in, nil
 }
 
-// signCheckpoint signs the checkpoint of the room's log of size leaves,
-// naming epoch.
-func (a *Audit) signCheckpoint(ctx context.Context, id sig.Hash, key sig.PrivateKey, size int64, epoch *declog.Epoch) ([]byte, error) {
-	root, err := tlog.TreeHash(size, declog.HashReader(ctx, a.st, id, 0))
+// errNoStart is a log with no start of any of the room's heads: none of
+// its decisions is signed under any, so it has none (KeepEpoch starts the
+// head in force in a server's log before its first decision there), or it
+// is not one of the room's (log 0 on a shared store made after issue 31).
+var errNoStart = errors.New("the room has a key log, and no head of it starts in the log")
+
+// signCheckpoint signs the checkpoint of log n of the room, of size leaves,
+// naming epoch; server is the log's (store.LogInfo.Server).
+func (a *Audit) signCheckpoint(ctx context.Context, id sig.Hash, key sig.PrivateKey, n int64, server string, size int64, epoch *declog.Epoch) ([]byte, error) {
+	root, err := tlog.TreeHash(size, declog.HashReader(ctx, a.st, id, n))
 	if err != nil {
 		return nil, err
 	}
-	return declog.Sign(declog.Checkpoint{Room: id, Size: size, Root: root, Keys: epoch}, key)
+	if n == 0 {
+		server = "" // issue 16's log names no server
+	}
+	return declog.Sign(declog.Checkpoint{Room: id, Log: n, Server: server, Size: size, Root: root, Keys: epoch}, key)
 }
 
-// lastCheckpoint is where the room's latest checkpoint signed is kept.
-func (a *Audit) lastCheckpoint(id sig.Hash) *atomic.Pointer[signedCheckpoint] {
-	if p, ok := a.checkpoints.Load(id); ok {
+// lastCheckpoint is where the latest checkpoint signed of a room's log is
+// kept.
+func (a *Audit) lastCheckpoint(k logKey) *atomic.Pointer[signedCheckpoint] {
+	if p, ok := a.checkpoints.Load(k); ok {
 		return p.(*atomic.Pointer[signedCheckpoint])
 	}
-	p, _ := a.checkpoints.LoadOrStore(id, new(atomic.Pointer[signedCheckpoint]))
+	p, _ := a.checkpoints.LoadOrStore(k, new(atomic.Pointer[signedCheckpoint]))
 	return p.(*atomic.Pointer[signedCheckpoint])
 }
 
-// checkpoint is the room's latest checkpoint: signed again when the log
-// has grown and the last is checkpointEvery old.
-func (a *Audit) checkpoint(ctx context.Context, id sig.Hash, rm Room) ([]byte, error) {
-	size, err := a.st.LogSize(ctx, id, 0)
-	if err != nil {
-		return nil, err
-	}
-	last := a.lastCheckpoint(id)
-	if c := last.Load(); c != nil && (c.size == size || c.size < size && time.Since(c.at) < checkpointEvery) {
+// checkpoint is the log's latest checkpoint: signed again when the log
+// has grown and the last is checkpointEvery old, and at once for a sealed
+// log, whose size is final.
+func (a *Audit) checkpoint(ctx context.Context, id sig.Hash, rm Room, info store.LogInfo) ([]byte, error) {
+	size := info.Size
+	last := a.lastCheckpoint(logKey{id, info.N})
+	if c := last.Load(); c != nil && (c.size == size || c.size < size && !info.Sealed && time.Since(c.at) < checkpointEvery) {
 		return c.b, nil
 	}
-	epoch, err := a.epochOf(ctx, id, rm)
+	epoch, err := a.epochOf(ctx, id, rm, info.N, size)
 	if err != nil {
 		return nil, err
 	}
-	b, err := a.signCheckpoint(ctx, id, rm.Key, size, epoch)
+	b, err := a.signCheckpoint(ctx, id, rm.Key, info.N, info.Server, size, epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -133,30 +204,45 @@ func (a *Audit) checkpoint(ctx context.Context, id sig.Hash, rm Room) ([]byte, e
 	return b, nil
 }
 
-// KeepEpoch stores the room's key log head in rm as an epoch when the store
-// has it not: from the log's size now, with the handover checkpoint of the
-// log so far signed under the head before it. The server calls it for a
-// room's configured head when it starts, and for the operator's before it
-// is installed.
+// KeepEpoch stores the room's key log head in rm as an epoch of the log
+// this server appends the room's decisions to (store.Log.OwnLog), when
+// that log has no start of it yet: from the log's size now, with the
+// handover checkpoint of the log so far signed under the head before it in
+// that log. The server calls it for a room's configured head when it
+// starts, for the operator's before it is installed, and for a head
+// another server of a shared store installed before it signs under it
+// here (issue 31: each log has a start for every head its decisions are
+// signed under).
 func (a *Audit) KeepEpoch(ctx context.Context, id sig.Hash, rm Room) error {
 	if rm.Head == nil {
 		return nil
+	}
+	own, err := a.st.OwnLog(ctx, id)
+	if err != nil {
+		return err
 	}
 	es, err := a.st.KeyEpochs(ctx, id)
 	if err != nil {
 		return err
 	}
-	if len(es) > 0 && es[len(es)-1].Seq >= rm.Seq {
+	var last *store.KeyEpoch
+	for i := range es {
+		if es[i].Log == own.N {
+			last = &es[i]
+		}
+	}
+	if last != nil && last.Seq >= rm.Seq {
 		return nil
 	}
-	size, err := a.st.LogSize(ctx, id, 0)
+	size, err := a.st.LogSize(ctx, id, own.N)
 	if err != nil {
 		return err
 	}
-	e := store.KeyEpoch{Seq: rm.Seq, From: size, Head: rm.Head}
-	if len(es) > 0 {
-		last := es[len(es)-1]
-		if e.Handover, err = a.signCheckpoint(ctx, id, rm.Key, size, &declog.Epoch{Seq: last.Seq, From: last.From}); err != nil {
+	e := store.KeyEpoch{Seq: rm.Seq, Log: own.N, From: size, Head: rm.Head}
+	if last != nil {
+		// Signed whatever the size, an empty log's too, so that every
+		// start of a log but its first has a handover (issue 16's check).
+		if e.Handover, err = a.signCheckpoint(ctx, id, rm.Key, own.N, own.Server, size, &declog.Epoch{Seq: last.Seq, From: last.From}); err != nil {
 			return err
 		}
 	}
@@ -174,44 +260,73 @@ func writeLog(w http.ResponseWriter, contentType string, b []byte, cache string)
 	w.Write(b)
 }
 
-// serveCheckpoint answers GET /v1/rooms/{room}/log/checkpoint: the signed
-// note (declog.Checkpoint), at most checkpointEvery old.
-func (a *Audit) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
+// serveLogs answers GET /v1/rooms/{room}/logs: the room's logs by number,
+// each with its server, its size and whether it is sealed (issue 31).
+func (a *Audit) serveLogs(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	if !web.NoQuery(w, r) {
 		return
 	}
-	id, rm, aerr := a.logRoom(r)
-	if aerr == nil && rm == nil {
-		aerr = api.Errorf(api.RoomNotFound, "room %s is no longer steered here: no key of this server signs its checkpoint", id)
-	}
+	id, _, aerr := a.logRoom(r)
 	if aerr != nil {
 		web.Refuse(w, aerr)
 		return
 	}
-	b, err := a.checkpoint(r.Context(), id, *rm)
+	logs, err := a.st.Logs(r.Context(), id)
 	if err != nil {
-		web.Refuse(w, a.fails.Failed("the room's checkpoint", err))
+		web.Refuse(w, a.fails.Failed("the room's logs", err))
+		return
+	}
+	out := make([]view.Log, 0, len(logs))
+	for _, l := range logs {
+		out = append(out, view.Log{Log: l.N, Server: l.Server, Size: l.Size, Sealed: l.Sealed})
+	}
+	b, _ := json.Marshal(out)
+	writeLog(w, "application/json", append(b, '\n'), "no-cache")
+}
+
+// serveCheckpoint answers GET /v1/rooms/{room}/log/checkpoint and
+// /v1/rooms/{room}/logs/{n}/checkpoint: the signed note
+// (declog.Checkpoint), at most checkpointEvery old.
+func (a *Audit) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
+	l, ok := a.logGet(w, r)
+	if !ok {
+		return
+	}
+	if l.rm == nil {
+		web.Refuse(w, api.Errorf(api.RoomNotFound, "room %s is no longer steered here: no key of this server signs its checkpoint", l.room))
+		return
+	}
+	b, err := a.checkpoint(r.Context(), l.room, *l.rm, l.info)
+	if errors.Is(err, errNoStart) && l.info.Size == 0 {
+		web.Refuse(w, api.Errorf(api.NotFound, "room %s has no decision in log %d: its logs are listed at /v1/rooms/%s/logs", l.room, l.info.N, l.room))
+		return
+	}
+	if err != nil {
+		web.Refuse(w, a.fails.Failed(fmt.Sprintf("the checkpoint of log %d", l.info.N), err))
 		return
 	}
 	writeLog(w, "text/plain; charset=utf-8", b, "no-cache")
 }
 
-// serveEpochs answers GET /v1/rooms/{room}/log/epochs: the heads the room
-// has had, by seq, each fetched at /v1/rooms/{room}/keylog/{seq}.
+// serveEpochs answers GET /v1/rooms/{room}/log/epochs and
+// /v1/rooms/{room}/logs/{n}/epochs: the heads with a start in the log, by
+// seq, each fetched at /v1/rooms/{room}/keylog/{seq}.
 func (a *Audit) serveEpochs(w http.ResponseWriter, r *http.Request) {
-	id, ok := a.logGet(w, r)
+	l, ok := a.logGet(w, r)
 	if !ok {
 		return
 	}
-	es, err := a.st.KeyEpochs(r.Context(), id)
+	es, err := a.st.KeyEpochs(r.Context(), l.room)
 	if err != nil {
 		web.Refuse(w, a.fails.Failed("the room's epochs", err))
 		return
 	}
 	out := make([]view.Epoch, 0, len(es))
 	for _, e := range es {
-		out = append(out, view.Epoch{Seq: e.Seq, From: e.From, Handover: string(e.Handover)})
+		if e.Log == l.info.N {
+			out = append(out, view.Epoch{Seq: e.Seq, From: e.From, Handover: string(e.Handover)})
+		}
 	}
 	b, _ := json.Marshal(out)
 	writeLog(w, "application/json", append(b, '\n'), "no-cache")
@@ -220,8 +335,13 @@ func (a *Audit) serveEpochs(w http.ResponseWriter, r *http.Request) {
 // serveKeyLogAt answers GET /v1/rooms/{room}/keylog/{seq}: a head the
 // room has had, which never changes.
 func (a *Audit) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
-	id, ok := a.logGet(w, r)
-	if !ok {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if !web.NoQuery(w, r) {
+		return
+	}
+	id, _, aerr := a.logRoom(r)
+	if aerr != nil {
+		web.Refuse(w, aerr)
 		return
 	}
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
@@ -243,10 +363,11 @@ func (a *Audit) serveKeyLogAt(w http.ResponseWriter, r *http.Request) {
 	web.Refuse(w, api.Errorf(api.NotFound, "room %s has had no key log head of seq %d here", id, seq))
 }
 
-// serveTile answers GET /v1/rooms/{room}/log/tile/...: a tile within the
-// log's size, full or partial, which never changes.
+// serveTile answers GET /v1/rooms/{room}/log/tile/... and
+// /v1/rooms/{room}/logs/{n}/tile/...: a tile within the log's size, full
+// or partial, which never changes.
 func (a *Audit) serveTile(w http.ResponseWriter, r *http.Request) {
-	id, ok := a.logGet(w, r)
+	l, ok := a.logGet(w, r)
 	if !ok {
 		return
 	}
@@ -255,17 +376,13 @@ func (a *Audit) serveTile(w http.ResponseWriter, r *http.Request) {
 		web.Refuse(w, api.Errorf(api.BadLogRequest, "%v", err))
 		return
 	}
-	size, err := a.st.LogSize(r.Context(), id, 0)
-	if err != nil {
-		web.Refuse(w, a.fails.Failed("the room's log", err))
-		return
-	}
-	b, err := declog.ReadTile(r.Context(), a.st, id, 0, t, size)
+	size := l.info.Size
+	b, err := declog.ReadTile(r.Context(), a.st, l.room, l.info.N, t, size)
 	switch {
 	case errors.Is(err, declog.ErrBeyond):
-		web.Refuse(w, api.Errorf(api.NotFound, "tile %s is past the log's %d leaves", declog.TilePath(t), size))
+		web.Refuse(w, api.Errorf(api.NotFound, "tile %s is past the %d leaves of log %d", declog.TilePath(t), size, l.info.N))
 	case err != nil:
-		web.Refuse(w, a.fails.Failed(fmt.Sprintf("tile %s", declog.TilePath(t)), err))
+		web.Refuse(w, a.fails.Failed(fmt.Sprintf("tile %s of log %d", declog.TilePath(t), l.info.N), err))
 	default:
 		writeLog(w, "application/octet-stream", b, Immutable)
 	}
@@ -302,31 +419,36 @@ func onlyParams(r *http.Request, names ...string) *api.Error {
 	return nil
 }
 
-// logProof begins a proof's route: the room it names and its log's size,
-// or false once it has answered; the query may name only params.
-func (a *Audit) logProof(w http.ResponseWriter, r *http.Request, params ...string) (sig.Hash, int64, bool) {
+// logProof begins a proof's route: the log it names, or false once it
+// has answered; the query may name only params.
+func (a *Audit) logProof(w http.ResponseWriter, r *http.Request, params ...string) (logAt, bool) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	id, _, aerr := a.logRoom(r)
-	if aerr == nil {
-		aerr = onlyParams(r, params...)
+	if aerr := onlyParams(r, params...); aerr != nil {
+		// The room first, as issue 16's routes answer.
+		if _, _, rerr := a.logRoom(r); rerr != nil {
+			aerr = rerr
+		}
+		web.Refuse(w, aerr)
+		return logAt{}, false
 	}
+	l, aerr := a.logOf(r)
 	if aerr != nil {
 		web.Refuse(w, aerr)
-		return id, 0, false
+		return l, false
 	}
-	size, err := a.st.LogSize(r.Context(), id, 0)
-	if err != nil {
-		web.Refuse(w, a.fails.Failed("the room's log", err))
-		return id, 0, false
-	}
-	return id, size, true
+	return l, true
 }
 
-// serveInclusion answers GET /v1/rooms/{room}/log/inclusion/{digest}
-// [?size=N]: the decision's index and its inclusion proof in the tree of
-// N leaves (the log's size when N is not given).
+// serveInclusion answers GET /v1/rooms/{room}/log/inclusion/{digest} and
+// /v1/rooms/{room}/logs/{n}/inclusion/{digest} [?size=N]: the decision's
+// index and its inclusion proof in the log's tree of N leaves (the log's
+// size when N is not given). A decision in another log of the room is
+// not found here, and the answer names the route of its log; under /log/
+// (issue 16's route, which knows no other log) with no size, which could
+// only be log 0's, the answer is a redirect there (307): a proof in the
+// log as it stands is the same question of whichever log holds it.
 func (a *Audit) serveInclusion(w http.ResponseWriter, r *http.Request) {
-	id, size, ok := a.logProof(w, r, "size")
+	l, ok := a.logProof(w, r, "size")
 	if !ok {
 		return
 	}
@@ -336,51 +458,62 @@ func (a *Audit) serveInclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	log, at, err := a.st.LogRef(ctx, id, digest)
-	if err == nil && log != 0 {
-		err = store.ErrNotFound // (in another log: issue 31's routes are not built yet)
-	}
+	n, at, err := a.st.LogRef(ctx, l.room, digest)
 	if errors.Is(err, store.ErrNotFound) {
-		web.Refuse(w, api.Errorf(api.NotFound, "the log of room %s holds no decision %s, or its decision is pruned", id, digest))
+		web.Refuse(w, api.Errorf(api.NotFound, "the logs of room %s hold no decision %s, or its decision is pruned", l.room, digest))
 		return
 	}
 	if err != nil {
 		web.Refuse(w, a.fails.Failed("the room's log", err))
 		return
 	}
-	n, aerr := sizeParam(r, "size", size, size)
-	if aerr == nil && n <= at {
-		aerr = api.Errorf(api.NotFound, "decision %s is leaf %d, not in the tree of %d", digest, at, n)
+	if n != l.info.N {
+		there := fmt.Sprintf("/v1/rooms/%s/logs/%d/inclusion/%s", l.room, n, digest)
+		if r.PathValue("n") == "" && !r.URL.Query().Has("size") {
+			w.Header().Set("Location", there)
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return
+		}
+		web.Refuse(w, api.Errorf(api.NotFound, "decision %s is in log %d of the room, not log %d: its proof is at %s", digest, n, l.info.N, there))
+		return
+	}
+	size := l.info.Size
+	m, aerr := sizeParam(r, "size", size, size)
+	if aerr == nil && m <= at {
+		aerr = api.Errorf(api.NotFound, "decision %s is leaf %d, not in the tree of %d", digest, at, m)
 	}
 	if aerr != nil {
 		web.Refuse(w, aerr)
 		return
 	}
-	p, err := tlog.ProveRecord(n, at, declog.HashReader(ctx, a.st, id, 0))
+	p, err := tlog.ProveRecord(m, at, declog.HashReader(ctx, a.st, l.room, n))
 	if err != nil {
-		web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving leaf %d", at), err))
+		web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving leaf %d of log %d", at, n), err))
 		return
 	}
 	if p == nil {
 		p = tlog.RecordProof{} // [] in JSON, as a reader takes it
 	}
-	b, _ := json.Marshal(declog.Inclusion{Index: at, Size: n, Proof: p})
+	b, _ := json.Marshal(declog.Inclusion{Log: n, Index: at, Size: m, Proof: p})
 	writeLog(w, "application/json", append(b, '\n'), proofCache(r, "size"))
 }
 
-// serveConsistency answers GET /v1/rooms/{room}/log/consistency?from=M
-// [&size=N]: the proof that the tree of N leaves extends that of M.
+// serveConsistency answers GET /v1/rooms/{room}/log/consistency and
+// /v1/rooms/{room}/logs/{n}/consistency ?from=M[&size=N]: the proof that
+// the log's tree of N leaves extends that of M.
 func (a *Audit) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	if !r.URL.Query().Has("from") {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 		web.Refuse(w, api.Errorf(api.BadLogRequest, "from= is required: the size of the tree to prove from"))
 		return
 	}
-	id, size, ok := a.logProof(w, r, "from", "size")
+	l, ok := a.logProof(w, r, "from", "size")
 	if !ok {
 		return
 	}
 	ctx := r.Context()
+	size := l.info.Size
 	n, aerr := sizeParam(r, "size", size, size)
 	var m int64
 	if aerr == nil {
@@ -393,8 +526,8 @@ func (a *Audit) serveConsistency(w http.ResponseWriter, r *http.Request) {
 	p := tlog.TreeProof{} // from no leaves, nothing to prove
 	if m > 0 {
 		var err error
-		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, a.st, id, 0)); err != nil {
-			web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving %d from %d", n, m), err))
+		if p, err = tlog.ProveTree(n, m, declog.HashReader(ctx, a.st, l.room, l.info.N)); err != nil {
+			web.Refuse(w, a.fails.Failed(fmt.Sprintf("proving %d from %d in log %d", n, m, l.info.N), err))
 			return
 		}
 	}

@@ -24,8 +24,67 @@ import (
 
 // Origin is the checkpoint's first line, which names the log: the room's
 // id after a prefix of the server's own. It is also the name in the
-// note's signature line.
+// note's signature line. It is the origin of the room's log 0, issue 16's
+// one log (LogOrigin).
 func Origin(room sig.Hash) string { return "waisteer/rooms/" + room.String() + "/log" }
+
+// LogOrigin is the origin of log n of the room (issue 31: one log per
+// server and room): Origin for log 0, so that every checkpoint of issue
+// 16 handed out still verifies, and "<Origin>/<n>" for each later one, so
+// that a checkpoint of one log never verifies as another's.
+func LogOrigin(room sig.Hash, n int64) string {
+	if n == 0 {
+		return Origin(room)
+	}
+	return Origin(room) + "/" + strconv.FormatInt(n, 10)
+}
+
+// MaxLogDigits bounds a log's number as it is written: a log number of
+// more digits is refused before it is read.
+const MaxLogDigits = 18
+
+// ParseLogNumber reads a log's number as a URL path or a checkpoint writes
+// it: decimal digits only, no sign, no leading zero (but "0" itself), at
+// most MaxLogDigits of them.
+func ParseLogNumber(s string) (int64, error) {
+	if s == "" || len(s) > MaxLogDigits {
+		return 0, fmt.Errorf("declog: %q is not a log's number: 1 to %d decimal digits", clip(s), MaxLogDigits)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("declog: %q is not a log's number: not a decimal digit at byte %d", clip(s), i)
+		}
+	}
+	if s[0] == '0' && len(s) > 1 {
+		return 0, fmt.Errorf("declog: %q is not a log's number: a leading zero", clip(s))
+	}
+	// At most 18 digits: below 10^18, within an int64.
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n, nil
+}
+
+// MaxHostBytes bounds the host a server line names.
+const MaxHostBytes = 253
+
+// ParseServer reads a log's server as the store names it (store.LogInfo)
+// and a checkpoint's server line writes it: "<host> <pid>", the host 1 to
+// MaxHostBytes printable ASCII bytes and no space, the pid a count in
+// decimal.
+func ParseServer(s string) (host string, pid int64, err error) {
+	host, p, ok := strings.Cut(s, " ")
+	if !ok || host == "" || len(host) > MaxHostBytes {
+		return "", 0, fmt.Errorf("declog: the server %q is not \"<host> <pid>\"", clip(s))
+	}
+	for i := 0; i < len(host); i++ {
+		if host[i] <= ' ' || host[i] > '~' {
+			return "", 0, fmt.Errorf("declog: the server %q: its host is not printable ASCII with no space", clip(s))
+		}
+	}
+	if pid, err = decimal(p); err != nil {
+		return "", 0, fmt.Errorf("declog: the server %q: its pid is %v", clip(s), err)
+	}
+	return host, pid, nil
+}
 
 // Epoch is the key log head in force when a checkpoint was signed: its
 // seq, and the size of the log when the server installed it. A decision
@@ -39,8 +98,13 @@ type Epoch struct {
 // Checkpoint is what a signed checkpoint states.
 type Checkpoint struct {
 	Room sig.Hash
-	Size int64
-	Root tlog.Hash
+	// Log is the log's number in the room: 0 for issue 16's one log.
+	Log int64
+	// Server is the server that appends to a log of number 1 or more,
+	// "<host> <pid>" (ParseServer); "" for log 0.
+	Server string
+	Size   int64
+	Root   tlog.Hash
 	// Keys is the head in force, nil for a room with no origin, which has
 	// no key log (COMPANION §4).
 	Keys *Epoch
@@ -51,10 +115,11 @@ const MaxCheckpointBytes = 4096
 
 // Text is the note's text: the origin, the size in decimal, the root in
 // standard base64 (C2SP tlog-checkpoint), then, for a room with a key log,
-// the extension line "keylog <seq> <from>".
+// the extension line "keylog <seq> <from>", then, for a log of number 1
+// or more, the extension line "server <n> <host> <pid>" (issue 31).
 func (c Checkpoint) Text() string {
 	var b strings.Builder
-	b.WriteString(Origin(c.Room))
+	b.WriteString(LogOrigin(c.Room, c.Log))
 	b.WriteByte('\n')
 	b.WriteString(strconv.FormatInt(c.Size, 10))
 	b.WriteByte('\n')
@@ -62,6 +127,9 @@ func (c Checkpoint) Text() string {
 	b.WriteByte('\n')
 	if c.Keys != nil {
 		fmt.Fprintf(&b, "keylog %d %d\n", c.Keys.Seq, c.Keys.From)
+	}
+	if c.Log != 0 {
+		fmt.Fprintf(&b, "server %d %s\n", c.Log, c.Server)
 	}
 	return b.String()
 }
@@ -72,7 +140,15 @@ func Sign(c Checkpoint, key sig.PrivateKey) ([]byte, error) {
 	if c.Size < 0 || c.Keys != nil && (c.Keys.From < 0 || c.Keys.From > c.Size) {
 		return nil, fmt.Errorf("declog: a checkpoint of size %d and epoch %+v", c.Size, c.Keys)
 	}
-	return note.Sign(&note.Note{Text: c.Text()}, signer{name: Origin(c.Room), key: key})
+	if c.Log < 0 || c.Log == 0 && c.Server != "" {
+		return nil, fmt.Errorf("declog: a checkpoint of log %d and server %q", c.Log, clip(c.Server))
+	}
+	if c.Log > 0 {
+		if _, _, err := ParseServer(c.Server); err != nil {
+			return nil, err
+		}
+	}
+	return note.Sign(&note.Note{Text: c.Text()}, signer{name: LogOrigin(c.Room, c.Log), key: key})
 }
 
 // algEd25519 is the note format's algorithm byte of an Ed25519 key.
@@ -92,7 +168,13 @@ func KeyHash(name string, key sig.PublicKey) uint32 {
 // "<name>+<hash>+<base64 of the algorithm byte and the key>", for tools
 // that read notes (note.NewVerifier).
 func VerifierKey(room sig.Hash, key sig.PublicKey) string {
-	name := Origin(room)
+	return LogVerifierKey(room, 0, key)
+}
+
+// LogVerifierKey is VerifierKey for log n of the room, whose name is its
+// origin.
+func LogVerifierKey(room sig.Hash, n int64, key sig.PublicKey) string {
+	name := LogOrigin(room, n)
 	return fmt.Sprintf("%s+%08x+%s", name, KeyHash(name, key), base64.StdEncoding.EncodeToString(append([]byte{algEd25519}, key[:]...)))
 }
 
@@ -132,14 +214,20 @@ func (vs verifiers) Verifier(name string, hash uint32) (note.Verifier, error) {
 	return nil, &note.UnknownVerifierError{Name: name, KeyHash: hash}
 }
 
-// Open reads a signed checkpoint of room and checks that one of keys
-// signed it. It returns what it states and the key that signed it. A
+// Open reads a signed checkpoint of room's log 0 and checks that one of
+// keys signed it. It returns what it states and the key that signed it. A
 // checkpoint that is not exactly the layout Text writes is refused.
 func Open(b []byte, room sig.Hash, keys []sig.PublicKey) (Checkpoint, sig.PublicKey, error) {
+	return OpenLog(b, room, 0, keys)
+}
+
+// OpenLog is Open for log n of the room: a checkpoint of another log, or
+// of another room, does not open.
+func OpenLog(b []byte, room sig.Hash, log int64, keys []sig.PublicKey) (Checkpoint, sig.PublicKey, error) {
 	if len(b) > MaxCheckpointBytes {
 		return Checkpoint{}, sig.PublicKey{}, fmt.Errorf("declog: a checkpoint of %d bytes, more than %d", len(b), MaxCheckpointBytes)
 	}
-	name := Origin(room)
+	name := LogOrigin(room, log)
 	vs := make(verifiers, len(keys))
 	for i, k := range keys {
 		vs[i] = verifier{name, k}
@@ -148,11 +236,11 @@ func Open(b []byte, room sig.Hash, keys []sig.PublicKey) (Checkpoint, sig.Public
 	var unverified *note.UnverifiedNoteError
 	switch {
 	case errors.As(err, &unverified):
-		return Checkpoint{}, sig.PublicKey{}, fmt.Errorf("declog: the checkpoint is signed by no key that may sign for room %s", room)
+		return Checkpoint{}, sig.PublicKey{}, fmt.Errorf("declog: the checkpoint is signed by no key that may sign for room %s, log %d", room, log)
 	case err != nil:
 		return Checkpoint{}, sig.PublicKey{}, fmt.Errorf("declog: the checkpoint is not a signed note: %v", err)
 	}
-	c, err := ParseText(n.Text, room)
+	c, err := ParseLogText(n.Text, room, log)
 	if err != nil {
 		return Checkpoint{}, sig.PublicKey{}, err
 	}
@@ -167,10 +255,13 @@ func Open(b []byte, room sig.Hash, keys []sig.PublicKey) (Checkpoint, sig.Public
 	return c, by, nil
 }
 
-// Peek reads what a signed checkpoint states without checking its
-// signature, so that a reader learns which head it names before it knows
-// the keys (Open checks it then).
-func Peek(b []byte, room sig.Hash) (Checkpoint, error) {
+// Peek reads what a signed checkpoint of the room's log 0 states without
+// checking its signature, so that a reader learns which head it names
+// before it knows the keys (Open checks it then).
+func Peek(b []byte, room sig.Hash) (Checkpoint, error) { return PeekLog(b, room, 0) }
+
+// PeekLog is Peek for log n of the room.
+func PeekLog(b []byte, room sig.Hash, log int64) (Checkpoint, error) {
 	if len(b) > MaxCheckpointBytes {
 		return Checkpoint{}, fmt.Errorf("declog: a checkpoint of %d bytes, more than %d", len(b), MaxCheckpointBytes)
 	}
@@ -178,20 +269,28 @@ func Peek(b []byte, room sig.Hash) (Checkpoint, error) {
 	if !ok {
 		return Checkpoint{}, errors.New("declog: the checkpoint has no signatures after its text")
 	}
-	return ParseText(string(text)+"\n", room)
+	return ParseLogText(string(text)+"\n", room, log)
 }
 
-// ParseText reads a checkpoint's text, exactly as Text writes it.
-func ParseText(text string, room sig.Hash) (Checkpoint, error) {
+// ParseText reads a checkpoint's text of the room's log 0, exactly as Text
+// writes it.
+func ParseText(text string, room sig.Hash) (Checkpoint, error) { return ParseLogText(text, room, 0) }
+
+// ParseLogText reads a checkpoint's text of log n of the room, exactly as
+// Text writes it.
+func ParseLogText(text string, room sig.Hash, log int64) (Checkpoint, error) {
+	if log < 0 {
+		return Checkpoint{}, fmt.Errorf("declog: no log %d: a log's number is not negative", log)
+	}
 	lines := strings.Split(text, "\n")
 	if len(lines) < 4 || lines[len(lines)-1] != "" {
 		return Checkpoint{}, errors.New("declog: a checkpoint's text is an origin, a size and a root, each on a line")
 	}
 	lines = lines[:len(lines)-1]
-	if lines[0] != Origin(room) {
-		return Checkpoint{}, fmt.Errorf("declog: the checkpoint's origin %q is not room %s's log", clip(lines[0]), room)
+	if lines[0] != LogOrigin(room, log) {
+		return Checkpoint{}, fmt.Errorf("declog: the checkpoint's origin %q is not log %d of room %s", clip(lines[0]), log, room)
 	}
-	c := Checkpoint{Room: room}
+	c := Checkpoint{Room: room, Log: log}
 	size, err := decimal(lines[1])
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("declog: the checkpoint's size %q: %v", clip(lines[1]), err)
@@ -202,21 +301,39 @@ func ParseText(text string, room sig.Hash) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("declog: the checkpoint's root %q is not 32 bytes in base64", clip(lines[2]))
 	}
 	c.Root = tlog.Hash(root)
-	switch len(lines) {
-	case 3:
-	case 4:
-		f := strings.Split(lines[3], " ")
-		if len(f) != 3 || f[0] != "keylog" {
-			return Checkpoint{}, fmt.Errorf("declog: the checkpoint's line %q is not \"keylog <seq> <from>\"", clip(lines[3]))
-		}
+	ext := lines[3:]
+	if len(ext) > 0 && strings.HasPrefix(ext[0], "keylog ") {
+		f := strings.Split(ext[0], " ")
 		seq, err1 := strconv.ParseUint(f[1], 10, 64)
-		from, err2 := decimal(f[2])
-		if err1 != nil || strconv.FormatUint(seq, 10) != f[1] || err2 != nil || from > size {
-			return Checkpoint{}, fmt.Errorf("declog: the checkpoint's line %q does not name a head's seq and a size up to %d", clip(lines[3]), size)
+		var from int64
+		var err2 error
+		if len(f) == 3 {
+			from, err2 = decimal(f[2])
+		}
+		if len(f) != 3 || err1 != nil || strconv.FormatUint(seq, 10) != f[1] || err2 != nil || from > size {
+			return Checkpoint{}, fmt.Errorf("declog: the checkpoint's line %q does not name a head's seq and a size up to %d", clip(ext[0]), size)
 		}
 		c.Keys = &Epoch{Seq: seq, From: from}
-	default:
-		return Checkpoint{}, fmt.Errorf("declog: the checkpoint has %d lines after its root, not at most one", len(lines)-3)
+		ext = ext[1:]
+	}
+	// A log of number 1 or more names its server after the keylog line
+	// (issue 31); log 0 names none.
+	if log > 0 {
+		if len(ext) == 0 {
+			return Checkpoint{}, fmt.Errorf("declog: the checkpoint of log %d has no line \"server %d <host> <pid>\"", log, log)
+		}
+		n, server, _ := strings.Cut(strings.TrimPrefix(ext[0], "server "), " ")
+		if !strings.HasPrefix(ext[0], "server ") || n != strconv.FormatInt(log, 10) {
+			return Checkpoint{}, fmt.Errorf("declog: the checkpoint's line %q is not \"keylog <seq> <from>\" or \"server %d <host> <pid>\"", clip(ext[0]), log)
+		}
+		if _, _, err := ParseServer(server); err != nil {
+			return Checkpoint{}, err
+		}
+		c.Server = server
+		ext = ext[1:]
+	}
+	if len(ext) > 0 {
+		return Checkpoint{}, fmt.Errorf("declog: the checkpoint has %d lines after its root, not at most a keylog line and, in a log of number 1 or more, a server line: %q", len(lines)-3, clip(ext[0]))
 	}
 	return c, nil
 }

@@ -45,7 +45,7 @@ func unb64(t testing.TB, s string) tlog.Hash {
 }
 
 func sameCheckpoint(a, b declog.Checkpoint) bool {
-	if a.Room != b.Room || a.Size != b.Size || a.Root != b.Root || (a.Keys == nil) != (b.Keys == nil) {
+	if a.Room != b.Room || a.Log != b.Log || a.Server != b.Server || a.Size != b.Size || a.Root != b.Root || (a.Keys == nil) != (b.Keys == nil) {
 		return false
 	}
 	return a.Keys == nil || *a.Keys == *b.Keys
@@ -53,9 +53,9 @@ func sameCheckpoint(a, b declog.Checkpoint) bool {
 
 func show(c declog.Checkpoint) string {
 	if c.Keys == nil {
-		return fmt.Sprintf("{%s %d %s no keys}", c.Room, c.Size, c.Root)
+		return fmt.Sprintf("{%s log %d %q %d %s no keys}", c.Room, c.Log, c.Server, c.Size, c.Root)
 	}
-	return fmt.Sprintf("{%s %d %s keylog %+v}", c.Room, c.Size, c.Root, *c.Keys)
+	return fmt.Sprintf("{%s log %d %q %d %s keylog %+v}", c.Room, c.Log, c.Server, c.Size, c.Root, *c.Keys)
 }
 
 func mustSign(t testing.TB, c declog.Checkpoint, k sig.PrivateKey) []byte {

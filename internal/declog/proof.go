@@ -16,7 +16,10 @@ const MaxProofBytes = 16 << 10
 
 // Inclusion is a decision's place in the log and the proof that the tree
 // of Size leaves holds it (RFC 6962 §2.1.1), as the log's route serves it.
+// Log names the log, and is written only when it is not 0 (issue 31), so
+// that a proof in log 0 is issue 16's JSON.
 type Inclusion struct {
+	Log   int64       `json:"log,omitempty"`
 	Index int64       `json:"index"`
 	Size  int64       `json:"size"`
 	Proof []tlog.Hash `json:"proof"`
@@ -35,6 +38,9 @@ func ParseInclusion(b []byte) (Inclusion, error) {
 	var p Inclusion
 	if err := strict(b, &p); err != nil {
 		return p, fmt.Errorf("declog: an inclusion proof: %v", err)
+	}
+	if p.Log < 0 {
+		return p, fmt.Errorf("declog: an inclusion proof in log %d", p.Log)
 	}
 	if p.Index < 0 || p.Index >= p.Size {
 		return p, fmt.Errorf("declog: an inclusion proof of leaf %d in a tree of %d", p.Index, p.Size)

@@ -155,14 +155,15 @@ func (h *Room) installHead(ctx context.Context, body []byte, persist bool) (*Sta
 		return nil, api.From(err)
 	}
 	st.firsts = cur.firsts // the same policy: its counts go on
-	var put func() error
+	// The head is in force for the decisions this server's log takes from
+	// now (issue 16), a head another server stored too: each log has a
+	// start of every head its decisions are signed under (issue 31).
+	put := func() error { return h.d.KeepEpoch(ctx, h, st) }
 	if persist {
 		put = func() error {
 			if err := h.d.Store.PutRoom(ctx, store.Room{ID: h.id, Descriptor: cur.descriptor, KeyLogHead: body}); err != nil {
 				return err
 			}
-			// The head is in force for the decisions the log takes from
-			// now (issue 16).
 			return h.d.KeepEpoch(ctx, h, st)
 		}
 	}

@@ -49,11 +49,15 @@
 //	PUT  /v1/rooms/{room}/policy                   a new policy (operator token)
 //	PUT  /v1/rooms/{room}/keylog                   a newer key log head (operator token)
 //	GET  /v1/rooms/{room}/status                   the room's status as JSON (operator token)
-//	GET  /v1/rooms/{room}/log/checkpoint           the room's log of decisions: its signed checkpoint (internal/audit)
+//	GET  /v1/rooms/{room}/log/checkpoint           the room's log 0 of decisions: its signed checkpoint (internal/audit)
 //	GET  /v1/rooms/{room}/log/tile/...             its tiles (C2SP tlog-tiles)
-//	GET  /v1/rooms/{room}/log/inclusion/{digest}   a decision's index and inclusion proof [?size=N]
+//	GET  /v1/rooms/{room}/log/inclusion/{digest}   a decision's index and inclusion proof [?size=N]; 307 to its log's without N
 //	GET  /v1/rooms/{room}/log/consistency          a consistency proof ?from=M[&size=N]
-//	GET  /v1/rooms/{room}/log/epochs               the key log heads the room has had, from which leaf
+//	GET  /v1/rooms/{room}/log/epochs               the key log heads with a start in log 0, from which leaf
+//	GET  /v1/rooms/{room}/logs                     the room's logs: number, server, size, sealed (issue 31)
+//	GET  /v1/rooms/{room}/logs/{n}/...             log n as /log/... serves log 0: checkpoint, tile/..., epochs,
+//	                                               inclusion/{digest} (404 naming the log of another log's
+//	                                               decision), consistency
 //	GET  /v1/rooms/{room}/keylog/{seq}             a head the room has had, by seq
 //	GET  /healthz, /readyz, /metrics
 //

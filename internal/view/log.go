@@ -8,3 +8,12 @@ type Epoch struct {
 	// under the head before; "" for the room's first head.
 	Handover string `json:"handover"`
 }
+
+// Log is one of a room's logs of decisions, as /v1/rooms/{room}/logs
+// lists them (issue 31: one log per server and room).
+type Log struct {
+	Log    int64  `json:"log"`    // its number in the room, 0 for issue 16's one log
+	Server string `json:"server"` // the server that appends to it, "<host> <pid>"; "" for log 0
+	Size   int64  `json:"size"`   // its leaves, committed
+	Sealed bool   `json:"sealed"` // nothing is appended to it again: its size is final
+}

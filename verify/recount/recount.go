@@ -66,8 +66,11 @@ import (
 	"github.com/waisteer/waisteer/report"
 )
 
-// Entry is one decision of a room's log.
+// Entry is one decision of a room's logs.
 type Entry struct {
+	// Log is the log that holds its leaf: 0 for issue 16's one log; a
+	// room steered by several servers has one log per server (issue 31).
+	Log      int64
 	Index    int64              // its leaf's index in the log
 	Decision *decision.Decision // as read (decision.Parse); its signature is not checked here
 	Policy   *policy.Policy     // the policy it names
@@ -102,11 +105,21 @@ const DefaultZ = 5
 // in T order first.
 const Examples = 10
 
-// At names a decision: its leaf in the log, its digest and its T.
+// At names a decision: its leaf in its log, its digest and its T.
 type At struct {
+	Log    int64
 	Index  int64
 	Digest sig.Hash
 	T      uint64
+}
+
+// Leaf names the decision's leaf in messages: "leaf 7", or "leaf 7 of log
+// 3" in a log other than 0.
+func (a At) Leaf() string {
+	if a.Log == 0 {
+		return fmt.Sprintf("leaf %d", a.Index)
+	}
+	return fmt.Sprintf("leaf %d of log %d", a.Index, a.Log)
 }
 
 // LoadMismatch is a stated load that the recount does not accept.
@@ -204,7 +217,7 @@ func Recount(entries []Entry, o Options) (*Report, error) {
 	}
 	for k := range entries {
 		if err := rc.check(&entries[k]); err != nil {
-			return nil, fmt.Errorf("recount: entry %d (leaf %d): %w", k, entries[k].Index, err)
+			return nil, fmt.Errorf("recount: entry %d (%s): %w", k, At{Log: entries[k].Log, Index: entries[k].Index}.Leaf(), err)
 		}
 	}
 
@@ -213,7 +226,8 @@ func Recount(entries []Entry, o Options) (*Report, error) {
 		order[k] = k
 	}
 	// The server's order: per room by T; equal Ts, possible only across
-	// servers, by the log's order.
+	// servers, by log, then by the log's order (issue 31: the merge of a
+	// room's logs by (t, log, index)).
 	slices.SortStableFunc(order, func(a, b int) int {
 		da, db := entries[a].Decision, entries[b].Decision
 		if c := bytes.Compare(da.Room[:], db.Room[:]); c != 0 {
@@ -222,7 +236,7 @@ func Recount(entries []Entry, o Options) (*Report, error) {
 		if c := cmp.Compare(da.T, db.T); c != 0 {
 			return c
 		}
-		return cmp.Compare(entries[a].Index, entries[b].Index)
+		return cmp.Or(cmp.Compare(entries[a].Log, entries[b].Log), cmp.Compare(entries[a].Index, entries[b].Index))
 	})
 
 	// The last instant a decision not given may count a session until.
@@ -334,7 +348,7 @@ func (rc *recounter) add(t *table, e *Entry) {
 	info := rc.info[e.Policy]
 	rep := rc.rep
 	rep.Decisions++
-	at := func() At { return At{Index: e.Index, Digest: d.Digest(), T: d.T} }
+	at := func() At { return At{Log: e.Log, Index: e.Index, Digest: d.Digest(), T: d.T} }
 
 	// The loads (§6, §9.2): the table at T, before this decision joins it.
 	if info.class != t.class {

@@ -25,8 +25,8 @@ func (r *Report) String() string {
 	}
 	if len(r.Loads) > 0 {
 		m := r.Loads[0]
-		fmt.Fprintf(&b, " (the first: leaf %d, decision %s, t %d, pathway %d %q states %d, the recount is %d",
-			m.Index, m.Digest, m.T, m.Pathway, m.ID, m.Stated, m.Recount)
+		fmt.Fprintf(&b, " (the first: %s, decision %s, t %d, pathway %d %q states %d, the recount is %d",
+			m.Leaf(), m.Digest, m.T, m.Pathway, m.ID, m.Stated, m.Recount)
 		if r.Options.Staleness > 0 {
 			fmt.Fprintf(&b, " with %d change(s) within δ", m.Changes)
 		}
@@ -37,7 +37,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, " Draws: %d not §6.3's", r.DrawsMismatch)
 	if len(r.Draws) > 0 {
 		m := r.Draws[0]
-		fmt.Fprintf(&b, " (the first: leaf %d, decision %s, t %d, states %d, the draw is %d)", m.Index, m.Digest, m.T, m.Stated, m.Draw)
+		fmt.Fprintf(&b, " (the first: %s, decision %s, t %d, states %d, the draw is %d)", m.Leaf(), m.Digest, m.T, m.Stated, m.Draw)
 	}
 	b.WriteString(".")
 
@@ -48,7 +48,7 @@ func (r *Report) String() string {
 		if m.InBand {
 			where = fmt.Sprintf("in pathway %d's band", m.Band)
 		}
-		fmt.Fprintf(&b, " (the first: leaf %d, decision %s, t %d, pathway %d first, its draw %s)", m.Index, m.Digest, m.T, m.First, where)
+		fmt.Fprintf(&b, " (the first: %s, decision %s, t %d, pathway %d first, its draw %s)", m.Leaf(), m.Digest, m.T, m.First, where)
 	}
 	b.WriteString(".")
 
