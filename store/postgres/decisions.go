@@ -46,15 +46,25 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		s.metrics.commit.ObserveDuration(time.Since(began))
 	}()
 	checkHeld := false
-	for range 4 {
+	for range 6 {
 		// A group whose first batch failed before reaching the server
 		// (a connection the pool held had died) is sent again, on
 		// another connection: nothing of it was done (inTx). One that
 		// found a digest held is sent again asking which (group.go).
+		// One that found a log of its sealed, in its first batch or by
+		// the seal's check at its end, is sent again to new logs.
 		g, err = s.putGroup(ctx, ev, ds, rows, checkHeld)
 		var pe *pgconn.PgError
-		if !checkHeld && errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "decisions_pkey" {
+		var sealed errSealed
+		switch {
+		case !checkHeld && errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "decisions_pkey":
 			checkHeld = true
+			continue
+		case errors.As(err, &sealed):
+			s.metrics.sealedUnder.Add(uint64(len(sealed)))
+			s.forgetOwn(sealed)
+			continue
+		case errors.As(err, &pe) && pe.Code == "23514" && pe.ConstraintName == "logs_sealed":
 			continue
 		}
 		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
@@ -66,9 +76,12 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 	}
 	s.mu.Lock()
 	maps.Copy(s.contexts, g.fresh)
-	maps.Copy(s.frontiers, g.after)
-	for room, id := range g.logs {
-		s.logs[room] = id
+	for id, f := range g.after {
+		// Of two groups of this server on one log, the later commit's
+		// frontier is kept, whichever returns first.
+		if old, ok := s.frontiers[id]; !ok || old.size < f.size {
+			s.frontiers[id] = f
+		}
 	}
 	s.mu.Unlock()
 	return nil
