@@ -149,7 +149,11 @@ func scanSnapshots(rows pgx.Rows, ids map[sig.Hash]int64) error {
 	return rows.Err()
 }
 
-// addSnapshots writes the snapshots of keys that ids lacks, from ev.
+// addSnapshots writes the snapshots of keys that ids lacks, from ev. Two
+// servers may write one snapshot at once (their evidence alike): the
+// second's insert waits for the first's commit and inserts nothing, and
+// the snapshot is then read, locked as selectSnapshots locks it, by a
+// statement that sees the first's commit.
 func addSnapshots(ctx context.Context, tx querier, ev []store.Evidence, keys [][]byte, ids map[sig.Hash]int64) error {
 	var newKeys, bodies [][]byte
 	for _, k := range keys {
@@ -170,11 +174,34 @@ func addSnapshots(ctx context.Context, tx querier, ev []store.Evidence, keys [][
 		return nil
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO waisteer.snapshots (key, body) SELECT k, b FROM unnest($1::bytea[], $2::bytea[]) AS u(k, b)
-		RETURNING id, key`, newKeys, bodies)
+		ON CONFLICT (key) DO NOTHING RETURNING id, key`, newKeys, bodies)
 	if err != nil {
 		return err
 	}
-	return scanSnapshots(rows, ids)
+	if err := scanSnapshots(rows, ids); err != nil {
+		return err
+	}
+	var theirs [][]byte
+	for _, k := range newKeys {
+		if _, ok := ids[sig.Hash(k)]; !ok {
+			theirs = append(theirs, k)
+		}
+	}
+	if len(theirs) == 0 {
+		return nil
+	}
+	if rows, err = tx.Query(ctx, selectSnapshots, theirs); err != nil {
+		return err
+	}
+	if err := scanSnapshots(rows, ids); err != nil {
+		return err
+	}
+	for _, k := range theirs {
+		if _, ok := ids[sig.Hash(k)]; !ok {
+			return fmt.Errorf("postgres: snapshot %x was neither written nor found", k)
+		}
+	}
+	return nil
 }
 
 // contextID returns the id of c, adding it when it is not held.
@@ -188,11 +215,20 @@ func (s *Store) contextID(ctx context.Context, tx querier, c context3, fresh map
 	if ok {
 		return id, nil
 	}
-	err := tx.QueryRow(ctx, `WITH n AS (
-			INSERT INTO waisteer.contexts (room, policy, signer) VALUES ($1, $2, $3)
-			ON CONFLICT (room, policy, signer) DO NOTHING RETURNING id)
-		SELECT id FROM n UNION ALL SELECT id FROM waisteer.contexts WHERE room = $1 AND policy = $2 AND signer = $3`,
-		c.room[:], c.policy[:], c.signer[:]).Scan(&id)
+	// Of two servers adding one context at once, the one whose insert
+	// waited for the other's sees neither row in its statement's
+	// snapshot: it asks again, and then reads the other's (as Secret).
+	var err error
+	for range 2 {
+		err = tx.QueryRow(ctx, `WITH n AS (
+				INSERT INTO waisteer.contexts (room, policy, signer) VALUES ($1, $2, $3)
+				ON CONFLICT (room, policy, signer) DO NOTHING RETURNING id)
+			SELECT id FROM n UNION ALL SELECT id FROM waisteer.contexts WHERE room = $1 AND policy = $2 AND signer = $3`,
+			c.room[:], c.policy[:], c.signer[:]).Scan(&id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -48,6 +48,32 @@ func (e errSealed) Error() string {
 // putGroup writes the decisions not yet held, in one transaction on a
 // connection of its own.
 func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.Decision, rows [][]byte, checkHeld bool) (g *group, err error) {
+	// Each decision once, in the order given; the rooms in order, so
+	// that two groups of this server lock its logs in one order.
+	seen := make(map[sig.Hash]bool, len(ds))
+	var digests [][]byte
+	var rooms []sig.Hash
+	for i := range ds {
+		if !seen[ds[i].Digest] {
+			seen[ds[i].Digest] = true
+			digests = append(digests, ds[i].Digest[:])
+		}
+		if !slices.Contains(rooms, ds[i].Room) {
+			rooms = append(rooms, ds[i].Room)
+		}
+	}
+	slices.SortFunc(rooms, func(a, b sig.Hash) int { return slices.Compare(a[:], b[:]) })
+	// The logs, known or made, before the group takes its connection:
+	// making one takes another.
+	logs := make(map[sig.Hash]int32, len(rooms))
+	ids := make([]int32, len(rooms))
+	for i, r := range rooms {
+		l, err := s.ownLogOf(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		logs[r], ids[i] = l.id, l.id
+	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -65,30 +91,6 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		}
 	}()
 
-	// Each decision once, in the order given; the rooms in order, so
-	// that two groups of this server lock its logs in one order.
-	seen := make(map[sig.Hash]bool, len(ds))
-	var digests [][]byte
-	var rooms []sig.Hash
-	for i := range ds {
-		if !seen[ds[i].Digest] {
-			seen[ds[i].Digest] = true
-			digests = append(digests, ds[i].Digest[:])
-		}
-		if !slices.Contains(rooms, ds[i].Room) {
-			rooms = append(rooms, ds[i].Room)
-		}
-	}
-	slices.SortFunc(rooms, func(a, b sig.Hash) int { return slices.Compare(a[:], b[:]) })
-	logs := make(map[sig.Hash]int32, len(rooms))
-	ids := make([]int32, len(rooms))
-	for i, r := range rooms {
-		l, err := s.ownLogOf(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		logs[r], ids[i] = l.id, l.id
-	}
 	every := make([]int, len(ds))
 	for i := range every {
 		every[i] = i
