@@ -1,10 +1,13 @@
 package postgres
 
 // The rooms' decision logs (issue 16; issue 31's layout): a log is a row of
-// waisteer.logs, its leaves are its decisions' rows (log, idx, digest, t),
-// and its stored hashes are tlog's tiles of height 8 in log_tiles: a row
-// for each complete tile of the bottom level (256 leaf hashes, 8 KiB,
-// written once), and above it a row for each hash of tree level 8L, the
+// waisteer.logs, numbered in its room (0 for the one log of schema 4, then
+// 1, 2, … in the order made), written by one opening of the store only
+// (its writer) until sealed; its leaves are its decisions' rows (log, idx,
+// digest, t), and its stored hashes are tlog's tiles of height 8 in
+// log_tiles: a row for each complete tile of the bottom level (256 leaf
+// hashes, 8 KiB, written once), and above it a row for each hash of tree
+// level 8L, the
 // bottom of tile level L (one for every 256^L leaves, written once), from
 // which tlog reads the levels between. The partial bottom tile is not
 // stored: its hashes are its leaves' (RFC 6962 §2.1), read from the rows.
@@ -33,10 +36,11 @@ const (
 	tileWidth  = 1 << tileHeight
 )
 
-// A frontier is what a server knows of a log after its own last append:
+// A frontier is what a server knows of its log after its own last append:
 // its size and, for each tile level L, the hashes (of tree level 8L) of the
 // level's partial tile, which are all that appending reads. It holds while
-// the log's size in waisteer.logs still says that size: sizes only grow.
+// the log's size in waisteer.logs still says that size: sizes only grow,
+// and only by the log's own server.
 type frontier struct {
 	size  int64
 	tails [][]byte // tails[L]: the partial tile of level L, 32 bytes a hash

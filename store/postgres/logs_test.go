@@ -553,3 +553,37 @@ func TestCloseWaitsForAGroup(t *testing.T) {
 	}
 	checkLog(t, b, room, 1, put)
 }
+
+// TestNoSealingFreshFromAnOutage (live.go): a server that has not itself
+// reached the database for all of the last gone (just opened, or back from
+// an outage) takes nobody for gone, however old their seen: after an
+// outage every server's seen is old, and each refreshes it within a beat.
+func TestNoSealingFreshFromAnOutage(t *testing.T) {
+	const gone = 300 * time.Millisecond
+	a, dsn := open(t, withLiveness(time.Hour, gone, 0))
+	ctx := bg(t)
+	room := ds0Room()
+	if _, err := a.OwnLog(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.pool.Exec(ctx, "UPDATE waisteer.instances SET seen = now() - interval '1 hour' WHERE id = $1", a.instance); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, dsn, withLiveness(20*time.Millisecond, gone, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if logs, err := b.Logs(ctx, room); err != nil || len(logs) != 1 || logs[0].Sealed {
+		t.Fatalf("b, just opened: %+v, %v; want a's log left open", logs, err)
+	}
+	time.Sleep(gone + 50*time.Millisecond)
+	b.upSince.Store(0) // a beat of b's failed
+	if logs, err := b.Logs(ctx, room); err != nil || len(logs) != 1 || logs[0].Sealed {
+		t.Fatalf("b, back from an outage: %+v, %v; want a's log left open", logs, err)
+	}
+	time.Sleep(gone + 100*time.Millisecond) // b's beats reach the database again
+	if logs, err := b.Logs(ctx, room); err != nil || len(logs) != 1 || !logs[0].Sealed {
+		t.Fatalf("b, up for gone: %+v, %v; want a's log sealed", logs, err)
+	}
+}
