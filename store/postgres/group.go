@@ -48,8 +48,8 @@ func (e errSealed) Error() string {
 // putGroup writes the decisions not yet held, in one transaction on a
 // connection of its own.
 func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.Decision, rows [][]byte, checkHeld bool) (g *group, err error) {
-	// Each decision once, in the order given; the rooms in order, so
-	// that two groups of this server lock its logs in one order.
+	// Each decision once, in the order given; the rooms in order (their
+	// logs are locked by id, in one order for every group).
 	seen := make(map[sig.Hash]bool, len(ds))
 	var digests [][]byte
 	var rooms []sig.Hash
