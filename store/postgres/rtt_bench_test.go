@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -82,7 +81,8 @@ func pipeLate(dst, src net.Conn, oneWay time.Duration) {
 	}
 	dst.Close()
 	src.Close()
-	io.Copy(io.Discard, src) //nolint:errcheck // draining a closed connection
+	for range ch { // the reader, its connection closed, ends
+	}
 }
 
 // BenchmarkServersOneRoomRTT is BenchmarkServersOneRoom with the database a
