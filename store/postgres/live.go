@@ -52,7 +52,8 @@ func (s *Store) beat() {
 // sealGone seals the open logs of the servers gone (of the room, or of
 // every room for nil) at their committed size, and returns how many. A
 // log whose row is locked is being appended to by its writer, which is
-// then alive whatever its seen says: it is left for the next time.
+// then alive whatever its seen says: it is left for the next time. A
+// server never takes itself for gone (its beat may be late; it is not).
 //
 // A server that has not itself reached the database for all of the last
 // gone declares nobody gone: after an outage of the database, or of this
@@ -68,9 +69,9 @@ func (s *Store) sealGone(ctx context.Context, room *sig.Hash) (int64, error) {
 		r = room[:]
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE waisteer.logs SET sealed = size WHERE id IN (
-			SELECT l.id FROM waisteer.logs l WHERE l.sealed IS NULL AND ($1::bytea IS NULL OR l.room = $1)
+			SELECT l.id FROM waisteer.logs l WHERE l.sealed IS NULL AND ($1::bytea IS NULL OR l.room = $1) AND l.writer <> $3
 				AND EXISTS (SELECT 1 FROM waisteer.instances i WHERE i.id = l.writer AND i.seen < now() - $2 * interval '1 microsecond')
-			FOR NO KEY UPDATE OF l SKIP LOCKED)`, r, s.live.gone.Microseconds())
+			FOR NO KEY UPDATE OF l SKIP LOCKED)`, r, s.live.gone.Microseconds(), s.instance)
 	if err != nil {
 		return 0, err
 	}

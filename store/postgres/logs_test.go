@@ -327,8 +327,8 @@ func TestLogNumbersAtOnce(t *testing.T) {
 // "a server whose instance row has not been refreshed for 10 s is gone"):
 // a server that stops refreshing its instance (paused; here, its beat an
 // hour) has its log sealed at its committed size by the next server that
-// lists the room once its seen is older than gone, not before; a log whose
-// row is locked (its writer mid-commit) is left open. The paused server's
+// lists the room once its seen is older than gone, not before, and not by
+// itself; a log whose row is locked (its writer mid-commit) is left open. The paused server's
 // next group goes to a new log of its own, never to the sealed one, which
 // keeps its leaves and size.
 func TestLogSealedForAServerGone(t *testing.T) {
@@ -349,6 +349,10 @@ func TestLogSealedForAServerGone(t *testing.T) {
 		t.Fatalf("before a is gone: %+v, %v; want its log open", logs, err)
 	}
 	time.Sleep(gone + 100*time.Millisecond)
+	// a, its own beat late, does not take itself for gone.
+	if logs, err := a.Logs(ctx, room); err != nil || len(logs) != 1 || logs[0].Sealed {
+		t.Fatalf("a listing the room itself: %+v, %v; want its log open", logs, err)
+	}
 
 	// a mid-commit: its log's row locked. b lists the room and leaves it.
 	c, err := pgx.Connect(ctx, dsn)
@@ -398,7 +402,7 @@ func TestLogSealedForAServerGone(t *testing.T) {
 // another's sweep with no one listing the room, and a server alive, which
 // refreshes its seen, keeps its log open however long it is idle.
 func TestLogSealedBySweep(t *testing.T) {
-	const gone = 300 * time.Millisecond
+	const gone = 500 * time.Millisecond
 	a, dsn := open(t, withLiveness(time.Hour, gone, 0))
 	b, err := Open(bg(t), dsn, withLiveness(20*time.Millisecond, gone, 3))
 	if err != nil {
@@ -559,7 +563,7 @@ func TestCloseWaitsForAGroup(t *testing.T) {
 // an outage) takes nobody for gone, however old their seen: after an
 // outage every server's seen is old, and each refreshes it within a beat.
 func TestNoSealingFreshFromAnOutage(t *testing.T) {
-	const gone = 300 * time.Millisecond
+	const gone = 500 * time.Millisecond
 	a, dsn := open(t, withLiveness(time.Hour, gone, 0))
 	ctx := bg(t)
 	room := ds0Room()
