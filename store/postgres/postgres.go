@@ -10,7 +10,10 @@
 // commit). Records, decisions and changes to rooms and active policies are
 // numbered in commit order from one sequence, under a lock of their feed
 // held to the commit, so that an instance that follows a feed by number
-// misses nothing (migrate.go).
+// misses nothing (migrate.go). Each instance appends a room's decisions to
+// a log of its own (issue 31, schema 5: log.go, group.go), sealed when it
+// closes or is gone (live.go), so that no instance's commit waits for
+// another's.
 package postgres
 
 import (
