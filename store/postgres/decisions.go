@@ -46,15 +46,25 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 		s.metrics.commit.ObserveDuration(time.Since(began))
 	}()
 	checkHeld := false
-	for range 4 {
+	for range 6 {
 		// A group whose first batch failed before reaching the server
 		// (a connection the pool held had died) is sent again, on
 		// another connection: nothing of it was done (inTx). One that
 		// found a digest held is sent again asking which (group.go).
+		// One that found a log of its sealed, in its first batch or by
+		// the seal's check at its end, is sent again to new logs.
 		g, err = s.putGroup(ctx, ev, ds, rows, checkHeld)
 		var pe *pgconn.PgError
-		if !checkHeld && errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "decisions_pkey" {
+		var sealed errSealed
+		switch {
+		case !checkHeld && errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "decisions_pkey":
 			checkHeld = true
+			continue
+		case errors.As(err, &sealed):
+			s.metrics.sealedUnder.Add(uint64(len(sealed)))
+			s.forgetOwn(sealed)
+			continue
+		case errors.As(err, &pe) && pe.Code == "23514" && pe.ConstraintName == "logs_sealed":
 			continue
 		}
 		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
@@ -66,9 +76,12 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 	}
 	s.mu.Lock()
 	maps.Copy(s.contexts, g.fresh)
-	maps.Copy(s.frontiers, g.after)
-	for room, id := range g.logs {
-		s.logs[room] = id
+	for id, f := range g.after {
+		// Of two groups of this server on one log, the later commit's
+		// frontier is kept, whichever returns first.
+		if old, ok := s.frontiers[id]; !ok || old.size < f.size {
+			s.frontiers[id] = f
+		}
 	}
 	s.mu.Unlock()
 	return nil
@@ -136,7 +149,11 @@ func scanSnapshots(rows pgx.Rows, ids map[sig.Hash]int64) error {
 	return rows.Err()
 }
 
-// addSnapshots writes the snapshots of keys that ids lacks, from ev.
+// addSnapshots writes the snapshots of keys that ids lacks, from ev. Two
+// servers may write one snapshot at once (their evidence alike): the
+// second's insert waits for the first's commit and inserts nothing, and
+// the snapshot is then read, locked as selectSnapshots locks it, by a
+// statement that sees the first's commit.
 func addSnapshots(ctx context.Context, tx querier, ev []store.Evidence, keys [][]byte, ids map[sig.Hash]int64) error {
 	var newKeys, bodies [][]byte
 	for _, k := range keys {
@@ -157,11 +174,34 @@ func addSnapshots(ctx context.Context, tx querier, ev []store.Evidence, keys [][
 		return nil
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO waisteer.snapshots (key, body) SELECT k, b FROM unnest($1::bytea[], $2::bytea[]) AS u(k, b)
-		RETURNING id, key`, newKeys, bodies)
+		ON CONFLICT (key) DO NOTHING RETURNING id, key`, newKeys, bodies)
 	if err != nil {
 		return err
 	}
-	return scanSnapshots(rows, ids)
+	if err := scanSnapshots(rows, ids); err != nil {
+		return err
+	}
+	var theirs [][]byte
+	for _, k := range newKeys {
+		if _, ok := ids[sig.Hash(k)]; !ok {
+			theirs = append(theirs, k)
+		}
+	}
+	if len(theirs) == 0 {
+		return nil
+	}
+	if rows, err = tx.Query(ctx, selectSnapshots, theirs); err != nil {
+		return err
+	}
+	if err := scanSnapshots(rows, ids); err != nil {
+		return err
+	}
+	for _, k := range theirs {
+		if _, ok := ids[sig.Hash(k)]; !ok {
+			return fmt.Errorf("postgres: snapshot %x was neither written nor found", k)
+		}
+	}
+	return nil
 }
 
 // contextID returns the id of c, adding it when it is not held.
@@ -175,11 +215,20 @@ func (s *Store) contextID(ctx context.Context, tx querier, c context3, fresh map
 	if ok {
 		return id, nil
 	}
-	err := tx.QueryRow(ctx, `WITH n AS (
-			INSERT INTO waisteer.contexts (room, policy, signer) VALUES ($1, $2, $3)
-			ON CONFLICT (room, policy, signer) DO NOTHING RETURNING id)
-		SELECT id FROM n UNION ALL SELECT id FROM waisteer.contexts WHERE room = $1 AND policy = $2 AND signer = $3`,
-		c.room[:], c.policy[:], c.signer[:]).Scan(&id)
+	// Of two servers adding one context at once, the one whose insert
+	// waited for the other's sees neither row in its statement's
+	// snapshot: it asks again, and then reads the other's (as Secret).
+	var err error
+	for range 2 {
+		err = tx.QueryRow(ctx, `WITH n AS (
+				INSERT INTO waisteer.contexts (room, policy, signer) VALUES ($1, $2, $3)
+				ON CONFLICT (room, policy, signer) DO NOTHING RETURNING id)
+			SELECT id FROM n UNION ALL SELECT id FROM waisteer.contexts WHERE room = $1 AND policy = $2 AND signer = $3`,
+			c.room[:], c.policy[:], c.signer[:]).Scan(&id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
 	if err != nil {
 		return 0, err
 	}

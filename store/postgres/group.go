@@ -1,11 +1,16 @@
 package postgres
 
 // A group of decisions written in few round trips (issue 31): the first
-// batch begins the transaction, locks the rooms' logs and reads the
-// snapshots the decisions reference; the last writes the decisions with
-// their leaves, the tiles and the logs' sizes, and commits. Between them,
-// only what is rare: a snapshot, a context or a log not known, or a log
-// another server appended to since this one did.
+// batch begins the transaction, locks this server's own logs of the rooms
+// and reads the snapshots the decisions reference; the last writes the
+// decisions with their leaves, the tiles and the logs' sizes, and commits.
+// Between them, only what is rare: a snapshot or a context not known. A
+// log is appended to by its server only (SPEC-NOTES "One log per server
+// and room"), so its lock is shared with nobody else's commits (only with
+// this server's other groups, and with a server sealing it), and its
+// frontier is this server's own last append: its partial tiles are read
+// again only after a failure left that in doubt. Before the first batch, a
+// room this server has no log of yet gets one (log.go).
 //
 // A decision already held (put again) is rare too: the group is written as
 // if none were, and a digest held fails the insert (a unique violation),
@@ -25,21 +30,50 @@ import (
 	"github.com/waisteer/waisteer/store"
 )
 
-// catchUp is how many leaves another server may have appended to a log for
-// this one to append them to its frontier, rather than read the log's
-// partial tiles again.
-const catchUp = 1024
-
 // A group is what a committed group leaves this server to remember.
 type group struct {
 	fresh map[context3]int64
 	after map[int32]frontier
-	logs  map[sig.Hash]int32
+}
+
+// errSealed is a group that found some of its logs sealed under it: this
+// server was taken for gone (a pause of gone or more), or is closing. The
+// group is written again to new logs.
+type errSealed map[int32]bool
+
+func (e errSealed) Error() string {
+	return fmt.Sprintf("postgres: %d of this server's logs were sealed under it", len(e))
 }
 
 // putGroup writes the decisions not yet held, in one transaction on a
 // connection of its own.
 func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.Decision, rows [][]byte, checkHeld bool) (g *group, err error) {
+	// Each decision once, in the order given; the rooms in order (their
+	// logs are locked by id, in one order for every group).
+	seen := make(map[sig.Hash]bool, len(ds))
+	var digests [][]byte
+	var rooms []sig.Hash
+	for i := range ds {
+		if !seen[ds[i].Digest] {
+			seen[ds[i].Digest] = true
+			digests = append(digests, ds[i].Digest[:])
+		}
+		if !slices.Contains(rooms, ds[i].Room) {
+			rooms = append(rooms, ds[i].Room)
+		}
+	}
+	slices.SortFunc(rooms, func(a, b sig.Hash) int { return slices.Compare(a[:], b[:]) })
+	// The logs, known or made, before the group takes its connection:
+	// making one takes another.
+	logs := make(map[sig.Hash]int32, len(rooms))
+	ids := make([]int32, len(rooms))
+	for i, r := range rooms {
+		l, err := s.ownLogOf(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		logs[r], ids[i] = l.id, l.id
+	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -57,31 +91,6 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		}
 	}()
 
-	// Each decision once, in the order given; the rooms in order, so
-	// that two servers lock two rooms' logs in one order.
-	seen := make(map[sig.Hash]bool, len(ds))
-	var digests [][]byte
-	var rooms []sig.Hash
-	for i := range ds {
-		if !seen[ds[i].Digest] {
-			seen[ds[i].Digest] = true
-			digests = append(digests, ds[i].Digest[:])
-		}
-		if !slices.Contains(rooms, ds[i].Room) {
-			rooms = append(rooms, ds[i].Room)
-		}
-	}
-	slices.SortFunc(rooms, func(a, b sig.Hash) int { return slices.Compare(a[:], b[:]) })
-	roomBytes := make([][]byte, len(rooms))
-	var unknown [][]byte
-	s.mu.Lock()
-	for i, r := range rooms {
-		roomBytes[i] = r[:]
-		if _, ok := s.logs[r]; !ok {
-			unknown = append(unknown, roomBytes[i])
-		}
-	}
-	s.mu.Unlock()
 	every := make([]int, len(ds))
 	for i := range every {
 		every[i] = i
@@ -91,20 +100,18 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	// The first round trip.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	if len(unknown) > 0 {
-		b.Queue(`INSERT INTO waisteer.logs (room) SELECT r FROM unnest($1::bytea[]) AS u(r) ORDER BY r
-			ON CONFLICT (room) WHERE writer IS NULL DO NOTHING`, unknown)
-	}
-	// The rooms' logs locked to the commit: one append at a time to each.
-	b.Queue("SELECT id, room, size FROM waisteer.logs WHERE room = ANY($1) AND writer IS NULL ORDER BY room FOR UPDATE", roomBytes)
+	// This server's logs locked to the commit: one of its groups at a
+	// time appends to each, and a server sealing one waits for the commit.
+	b.Queue("SELECT id, size, sealed IS NOT NULL FROM waisteer.logs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE", ids)
 	if checkHeld {
 		b.Queue(selectHeld, digests)
 	}
 	b.Queue(selectSnapshots, keys)
 	sent := time.Now()
 	br := conn.SendBatch(ctx, b)
-	g = &group{fresh: map[context3]int64{}, after: map[int32]frontier{}, logs: map[sig.Hash]int32{}}
-	sizes := map[sig.Hash]int64{}
+	g = &group{fresh: map[context3]int64{}, after: map[int32]frontier{}}
+	sizes := map[int32]int64{}
+	sealed := errSealed{}
 	var held map[sig.Hash]bool
 	snapshots := map[sig.Hash]int64{}
 	err = func() error {
@@ -112,29 +119,22 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		if _, err := br.Exec(); err != nil {
 			return err
 		}
-		if len(unknown) > 0 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
 		rs, err := br.Query()
 		if err != nil {
 			return err
 		}
 		for rs.Next() {
 			var id int32
-			var room []byte
 			var n int64
-			if err := rs.Scan(&id, &room, &n); err != nil {
+			var done bool
+			if err := rs.Scan(&id, &n, &done); err != nil {
 				rs.Close()
 				return err
 			}
-			h, err := hash(room)
-			if err != nil {
-				rs.Close()
-				return err
+			sizes[id] = n
+			if done {
+				sealed[id] = true
 			}
-			g.logs[h], sizes[h] = id, n
 		}
 		rs.Close()
 		if err := rs.Err(); err != nil {
@@ -157,10 +157,12 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		return nil, err
 	}
 	s.metrics.roundTrip.ObserveDuration(time.Since(sent))
-	s.metrics.lockWait.ObserveDuration(time.Since(sent))
+	if len(sealed) > 0 {
+		return nil, sealed
+	}
 	for _, r := range rooms {
-		if _, ok := g.logs[r]; !ok {
-			return nil, fmt.Errorf("postgres: room %s has no log", r)
+		if _, ok := sizes[logs[r]]; !ok {
+			return nil, fmt.Errorf("postgres: room %s's log %d is not held", r, logs[r])
 		}
 	}
 
@@ -194,12 +196,15 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		}
 		cols.digests, cols.rows = append(cols.digests, d.Digest[:]), append(cols.rows, rows[i])
 		cols.ts, cols.ctxs, cols.snaps = append(cols.ts, i64(d.T)), append(cols.ctxs, id), append(cols.snaps, snapshots[d.Evidence])
-		cols.logs, cols.idx = append(cols.logs, g.logs[d.Room]), append(cols.idx, sizes[d.Room]+int64(len(leaves[d.Room])))
+		l := logs[d.Room]
+		cols.logs, cols.idx = append(cols.logs, l), append(cols.idx, sizes[l]+int64(len(leaves[d.Room])))
 		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
 	}
 
-	// The logs: their partial tiles, read again when another server has
-	// appended since this one did, and what the leaves add.
+	// The logs: what the leaves add to their frontiers. A frontier not
+	// of the log's size (a group whose commit failed in doubt, or this
+	// server's other group committed and not yet remembered) is read
+	// again.
 	var tiles []tileRow
 	var tileLogs []int32
 	var logIDs []int32
@@ -209,26 +214,15 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		if len(es) == 0 {
 			continue
 		}
-		id, n := g.logs[r], sizes[r]
+		id := logs[r]
+		n := sizes[id]
 		s.mu.Lock()
 		f, known := s.frontiers[id]
 		s.mu.Unlock()
-		switch {
-		case known && f.size < n && n-f.size <= catchUp:
-			// Another server appended since: its leaves, appended
-			// here too, give the frontier (their tiles are written).
-			s.metrics.handOvers.Add(1)
-			theirs, err := readLeaves(ctx, conn, id, f.size, n)
-			if err != nil {
-				return nil, err
-			}
-			if f, _, err = appendTo(f, theirs); err != nil {
-				return nil, fmt.Errorf("postgres: room %s's log: %w", r, err)
-			}
-		case !known || f.size != n:
-			if known {
-				s.metrics.handOvers.Add(1)
-			}
+		if !known && n == 0 {
+			f, known = frontier{}, true
+		}
+		if !known || f.size != n {
 			if f, err = readFrontier(ctx, conn, id, n); err != nil {
 				return nil, err
 			}

@@ -1,10 +1,13 @@
 package postgres
 
 // The rooms' decision logs (issue 16; issue 31's layout): a log is a row of
-// waisteer.logs, its leaves are its decisions' rows (log, idx, digest, t),
-// and its stored hashes are tlog's tiles of height 8 in log_tiles: a row
-// for each complete tile of the bottom level (256 leaf hashes, 8 KiB,
-// written once), and above it a row for each hash of tree level 8L, the
+// waisteer.logs, numbered in its room (0 for the one log of schema 4, then
+// 1, 2, … in the order made), written by one opening of the store only
+// (its writer) until sealed; its leaves are its decisions' rows (log, idx,
+// digest, t), and its stored hashes are tlog's tiles of height 8 in
+// log_tiles: a row for each complete tile of the bottom level (256 leaf
+// hashes, 8 KiB, written once), and above it a row for each hash of tree
+// level 8L, the
 // bottom of tile level L (one for every 256^L leaves, written once), from
 // which tlog reads the levels between. The partial bottom tile is not
 // stored: its hashes are its leaves' (RFC 6962 §2.1), read from the rows.
@@ -15,7 +18,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
@@ -31,10 +36,11 @@ const (
 	tileWidth  = 1 << tileHeight
 )
 
-// A frontier is what a server knows of a log after its own last append:
+// A frontier is what a server knows of its log after its own last append:
 // its size and, for each tile level L, the hashes (of tree level 8L) of the
 // level's partial tile, which are all that appending reads. It holds while
-// the log's size in waisteer.logs still says that size: sizes only grow.
+// the log's size in waisteer.logs still says that size: sizes only grow,
+// and only by the log's own server.
 type frontier struct {
 	size  int64
 	tails [][]byte // tails[L]: the partial tile of level L, 32 bytes a hash
@@ -319,79 +325,192 @@ func writeTiles(ctx context.Context, tx pgx.Tx, log int32, ts []tileRow) error {
 	return err
 }
 
-// roomLog is the id of the room's log (issue 16's one log of the room,
-// appended to by every server), or false when it has none yet.
-func (s *Store) roomLog(ctx context.Context, q querier, room sig.Hash) (int32, int64, bool, error) {
+// An ownLog is a log this server appends to: its row and its number.
+type ownLog struct {
+	id int32
+	n  int64
+}
+
+// logRow reads the row of log n of the room: its id and its size, or
+// false when the room has no such log.
+func logRow(ctx context.Context, q querier, room sig.Hash, n int64) (int32, int64, bool, error) {
+	if n < 0 || n > math.MaxInt32 {
+		return 0, 0, false, nil
+	}
 	var id int32
-	var n int64
-	err := q.QueryRow(ctx, "SELECT id, size FROM waisteer.logs WHERE room = $1 AND writer IS NULL", room[:]).Scan(&id, &n)
+	var size int64
+	err := q.QueryRow(ctx, "SELECT id, size FROM waisteer.logs WHERE room = $1 AND n = $2", room[:], n).Scan(&id, &size)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, 0, false, nil
 	}
-	return id, n, err == nil, err
+	return id, size, err == nil, err
 }
 
-// errNoSuchLog is a log number other than 0, the room's one log.
-func errNoSuchLog(n int64) error { return fmt.Errorf("postgres: no log %d: a room has one log, 0", n) }
+// errNoSuchLog is a log number the room has not.
+func errNoSuchLog(room sig.Hash, n int64) error {
+	return fmt.Errorf("postgres: room %s has no log %d", room, n)
+}
 
-// Logs returns the room's one log, when it has one.
+// maxLogTries bounds the tries at making a log whose number another server
+// took meanwhile.
+const maxLogTries = 16
+
+// ownLogOf is the log this server appends the room's decisions to: the one
+// known, or its open one of the room, or one it makes, numbered after the
+// room's last. Two servers making a log of one room at once both take the
+// next number: the unique (room, n) makes the second's insert wait for the
+// first's and then insert nothing, and it tries the number after.
+//
+// A log made in a room that has had key log heads starts under the latest
+// (SPEC-NOTES "Keys over time"): its start in the log, at 0 with no
+// handover, is written with the log, so that no decision of the log is
+// without a head, whenever the log is made.
+func (s *Store) ownLogOf(ctx context.Context, room sig.Hash) (ownLog, error) {
+	s.mu.Lock()
+	l, ok := s.own[room]
+	s.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	for range maxLogTries {
+		err := s.pool.QueryRow(ctx, "SELECT id, n FROM waisteer.logs WHERE room = $1 AND writer = $2 AND sealed IS NULL",
+			room[:], s.instance).Scan(&l.id, &l.n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			if s.closing.Load() {
+				return l, errors.New("postgres: the store is closed: no log is made")
+			}
+			// Making a log is a sign of life too: the new log must not
+			// be sealed at once for a seen left old by a pause.
+			err = s.pool.QueryRow(ctx, `WITH alive AS (UPDATE waisteer.instances SET seen = now() WHERE id = $2),
+				made AS (INSERT INTO waisteer.logs (room, n, writer) SELECT $1, coalesce(max(n) + 1, 1), $2 FROM waisteer.logs WHERE room = $1
+					ON CONFLICT DO NOTHING RETURNING id, n),
+				started AS (INSERT INTO waisteer.key_epoch_starts (room, seq, log, from_size)
+					SELECT $1, k.seq, m.n, 0 FROM made m, (SELECT max(seq) AS seq FROM waisteer.key_epochs WHERE room = $1) k WHERE k.seq IS NOT NULL)
+				SELECT id, n FROM made`, room[:], s.instance).Scan(&l.id, &l.n)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // its number was taken meanwhile
+			}
+			if err == nil {
+				s.metrics.logsMade.Add(1)
+			}
+		}
+		if err != nil {
+			return l, err
+		}
+		s.mu.Lock()
+		s.own[room] = l
+		s.mu.Unlock()
+		return l, nil
+	}
+	return l, fmt.Errorf("postgres: room %s: no log number was free in %d tries", room, maxLogTries)
+}
+
+// forgetOwn forgets the room's log that this server found sealed under it,
+// so that its next group makes another.
+func (s *Store) forgetOwn(ids map[int32]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for room, l := range s.own {
+		if ids[l.id] {
+			delete(s.own, room)
+			delete(s.frontiers, l.id)
+		}
+	}
+}
+
+// Logs returns the room's logs by number, each with its writer ("host
+// pid"; "" for log 0 of schema 4), its committed size and whether it is
+// sealed; the logs of servers gone are sealed first (live.go).
 func (s *Store) Logs(ctx context.Context, room sig.Hash) ([]store.LogInfo, error) {
-	_, n, ok, err := s.roomLog(ctx, s.pool, room)
-	if err != nil || !ok {
+	if _, err := s.sealGone(ctx, &room); err != nil {
 		return nil, err
 	}
-	return []store.LogInfo{{Size: n}}, nil
-}
-
-// OwnLog is the room's one log, 0, which every server appends to.
-func (s *Store) OwnLog(ctx context.Context, room sig.Hash) (store.LogInfo, error) {
-	n, err := s.LogSize(ctx, room, 0)
-	return store.LogInfo{Size: n}, err
-}
-
-// LogSize is the number of leaves in the room's log.
-func (s *Store) LogSize(ctx context.Context, room sig.Hash, n int64) (int64, error) {
-	if n != 0 {
-		return 0, nil
+	rows, err := s.pool.Query(ctx, `SELECT l.n, i.host, i.pid, l.size, l.sealed IS NOT NULL FROM waisteer.logs l
+		LEFT JOIN waisteer.instances i ON i.id = l.writer WHERE l.room = $1 ORDER BY l.n`, room[:])
+	if err != nil {
+		return nil, err
 	}
-	_, size, _, err := s.roomLog(ctx, s.pool, room)
+	defer rows.Close()
+	var ls []store.LogInfo
+	for rows.Next() {
+		var l store.LogInfo
+		var n int32
+		var host *string
+		var pid *int32
+		if err := rows.Scan(&n, &host, &pid, &l.Size, &l.Sealed); err != nil {
+			return nil, err
+		}
+		l.N = int64(n)
+		if host != nil && pid != nil {
+			l.Server = *host + " " + strconv.Itoa(int(*pid))
+		}
+		ls = append(ls, l)
+	}
+	return ls, rows.Err()
+}
+
+// OwnLog is the log this server appends the room's decisions to, made
+// (empty) when it has none open.
+func (s *Store) OwnLog(ctx context.Context, room sig.Hash) (store.LogInfo, error) {
+	l, err := s.ownLogOf(ctx, room)
+	if err != nil {
+		return store.LogInfo{}, err
+	}
+	info := store.LogInfo{N: l.n, Server: s.server}
+	var sealed bool
+	if err := s.pool.QueryRow(ctx, "SELECT size, sealed IS NOT NULL FROM waisteer.logs WHERE id = $1", l.id).Scan(&info.Size, &sealed); err != nil {
+		return store.LogInfo{}, err
+	}
+	if sealed {
+		// Sealed under this server (it was gone for a while): the next
+		// is made now, empty.
+		s.forgetOwn(map[int32]bool{l.id: true})
+		return s.OwnLog(ctx, room)
+	}
+	return info, nil
+}
+
+// LogSize is the number of leaves in log n of the room: 0 for a log it
+// has not.
+func (s *Store) LogSize(ctx context.Context, room sig.Hash, n int64) (int64, error) {
+	_, size, _, err := logRow(ctx, s.pool, room, n)
 	return size, err
 }
 
-// LogEntries returns the leaves [start, end) of the room's log.
+// LogEntries returns the leaves [start, end) of log n of the room.
 func (s *Store) LogEntries(ctx context.Context, room sig.Hash, n, start, end int64) ([]store.LogEntry, error) {
-	if n != 0 {
-		return nil, errNoSuchLog(n)
-	}
 	if start < 0 || start > end {
 		return nil, fmt.Errorf("postgres: log entries [%d, %d)", start, end)
 	}
-	id, _, _, err := s.roomLog(ctx, s.pool, room)
-	if err != nil {
+	id, size, ok, err := logRow(ctx, s.pool, room, n)
+	switch {
+	case err != nil:
 		return nil, err
+	case !ok && end > 0:
+		return nil, errNoSuchLog(room, n)
+	case end > size:
+		return nil, fmt.Errorf("postgres: log entries [%d, %d) of log %d of %d leaves", start, end, n, size)
 	}
 	return readLeaves(ctx, s.pool, id, start, end)
 }
 
-// LogHashes returns the room's stored log hashes at the indexes.
+// LogHashes returns the stored hashes of log n of the room at the indexes.
 func (s *Store) LogHashes(ctx context.Context, room sig.Hash, n int64, indexes []int64) ([]tlog.Hash, error) {
-	if n != 0 {
-		return nil, errNoSuchLog(n)
-	}
-	id, size, _, err := s.roomLog(ctx, s.pool, room)
+	id, size, _, err := logRow(ctx, s.pool, room, n)
 	if err != nil {
 		return nil, err
 	}
 	return readHashes(ctx, s.pool, id, size, indexes)
 }
 
-// LogRef is the index of the decision's leaf in the room's log.
+// LogRef is the log and the index of the decision's leaf in the room.
 func (s *Store) LogRef(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, int64, error) {
+	var n int32
 	var x int64
-	err := s.pool.QueryRow(ctx, `SELECT d.idx FROM waisteer.decisions d JOIN waisteer.logs l ON l.id = d.log
-		WHERE d.digest = $1 AND l.room = $2`, digest[:], room[:]).Scan(&x)
+	err := s.pool.QueryRow(ctx, `SELECT l.n, d.idx FROM waisteer.decisions d JOIN waisteer.logs l ON l.id = d.log
+		WHERE d.digest = $1 AND l.room = $2`, digest[:], room[:]).Scan(&n, &x)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, 0, store.ErrNotFound
 	}
-	return 0, x, err
+	return int64(n), x, err
 }

@@ -34,12 +34,12 @@ func (r *refLog) add(t *testing.T, e store.LogEntry) {
 }
 
 // TestLogTiles (issue 31, "hashes in tiles, not a row per node"): a room's
-// log of 66 000 leaves, appended in groups of 1 to 900 by two servers (so
-// that each often finds the other has appended: a few hundred leaves,
-// which it appends to its frontier, or thousands, when it reads the
-// partial tiles again), holds every stored hash tlog computes for those
-// leaves, through the bottom tile's completion (256 leaves), the first
-// tile of level 1's (65 536) and past it; its root at each size asked is
+// log of 66 000 leaves, appended in groups of 1 to 900 by its server, which
+// now and then forgets its frontier (as after a commit whose outcome it
+// did not learn) and reads the partial tiles again, holds every stored
+// hash tlog computes for those leaves, through the bottom tile's
+// completion (256 leaves), the first tile of level 1's (65 536) and past
+// it; its root at each size asked, read by its server and by another, is
 // tlog's, and each leaf's inclusion proof checks against it.
 func TestLogTiles(t *testing.T) {
 	a, b := openTwo(t)
@@ -47,14 +47,18 @@ func TestLogTiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 16))
 	var ref refLog
 	room := ds0Room()
+	own, err := a.OwnLog(ctx, room)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const total = 66_000
 	check := func(n int64) {
 		t.Helper()
-		if got, err := a.LogSize(ctx, room, 0); err != nil || got != n {
+		if got, err := b.LogSize(ctx, room, own.N); err != nil || got != n {
 			t.Fatalf("size %d, %v; want %d", got, err, n)
 		}
 		for _, s := range []*Store{a, b} {
-			r := tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, 0, xs) })
+			r := tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, room, own.N, xs) })
 			got, err := tlog.TreeHash(n, r)
 			if err != nil {
 				t.Fatalf("root of %d: %v", n, err)
@@ -84,7 +88,7 @@ func TestLogTiles(t *testing.T) {
 			for y := x; y < min(count, x+5000); y++ {
 				xs = append(xs, y)
 			}
-			got, err := b.LogHashes(ctx, room, 0, xs)
+			got, err := b.LogHashes(ctx, room, own.N, xs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,15 +111,14 @@ func TestLogTiles(t *testing.T) {
 		}
 		k = min(k, total-next)
 		ds, ev := benchDecisions(k, uint64(next))
-		// b in turns 1 and 3 of every ten, a in the others: b finds a
-		// few hundred leaves of a's since its last (and appends them to
-		// what it knew), or some thousands (and reads the partial tiles).
-		s := a
+		// In turns 1 and 3 of every ten, a forgets its frontier.
 		if turn%10 < 5 && turn%2 == 1 {
-			s = b
+			a.mu.Lock()
+			clear(a.frontiers)
+			a.mu.Unlock()
 		}
 		turn++
-		if err := s.PutDecisions(ctx, []store.Evidence{ev}, ds); err != nil {
+		if err := a.PutDecisions(ctx, []store.Evidence{ev}, ds); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range ds {
@@ -161,7 +164,11 @@ func TestPutHeldAgain(t *testing.T) {
 	if err := s.PutDecisions(ctx, []store.Evidence{ev}, ds[3:6]); err != nil {
 		t.Fatal(err)
 	}
-	es, err := s.LogEntries(ctx, room, 0, 0, 13)
+	own, err := s.OwnLog(ctx, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.LogEntries(ctx, room, own.N, 0, 13)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +177,7 @@ func TestPutHeldAgain(t *testing.T) {
 			t.Fatalf("leaf %d is not the decision put %d-th", i, i)
 		}
 	}
-	if n, err := s.LogSize(ctx, room, 0); err != nil || n != 13 {
+	if n, err := s.LogSize(ctx, room, own.N); err != nil || n != 13 || own.Size != 13 {
 		t.Fatalf("size %d, %v; want 13", n, err)
 	}
 }

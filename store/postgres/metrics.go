@@ -2,8 +2,8 @@ package postgres
 
 // The shared store's Prometheus metrics (issue 31), written by hand as the
 // server's others are (web.Histogram): what a group of decisions costs and
-// waits, how often a room's log passed to another server between two of
-// this one's groups, the connections, and the shared table of loads.
+// waits, the logs this server made and sealed, the connections, and the
+// shared table of loads.
 
 import (
 	"bytes"
@@ -16,16 +16,17 @@ import (
 
 // storeMetrics are the store's counts, from atomic counters.
 type storeMetrics struct {
-	commit    *web.Histogram // a group's transaction, begin to commit
-	roundTrip *web.Histogram // each batch sent, to its last result
-	lockWait  *web.Histogram // the first batch, which waits for the rooms' logs' locks
-	handOvers atomic.Uint64  // logs another server had appended to since this one
-	groups    atomic.Uint64
-	failures  atomic.Uint64
+	commit      *web.Histogram // a group's transaction, begin to commit
+	roundTrip   *web.Histogram // each batch sent, to its last result
+	groups      atomic.Uint64
+	failures    atomic.Uint64
+	logsMade    atomic.Uint64 // logs this server made
+	sealedUnder atomic.Uint64 // this server's logs its groups found sealed
+	sealedGone  atomic.Uint64 // logs of servers gone that this one sealed
 }
 
 func newStoreMetrics() *storeMetrics {
-	return &storeMetrics{commit: web.NewLatencyHistogram(), roundTrip: web.NewLatencyHistogram(), lockWait: web.NewLatencyHistogram()}
+	return &storeMetrics{commit: web.NewLatencyHistogram(), roundTrip: web.NewLatencyHistogram()}
 }
 
 // WriteMetrics writes the shared store's metric families (the server's
@@ -36,13 +37,14 @@ func (s *Store) WriteMetrics(b *bytes.Buffer) {
 	m.commit.Write(b, "waisteer_pg_group_commit_seconds", "")
 	b.WriteString("# HELP waisteer_pg_round_trip_seconds Time of each batch of statements a group sent, to its last result.\n# TYPE waisteer_pg_round_trip_seconds histogram\n")
 	m.roundTrip.Write(b, "waisteer_pg_round_trip_seconds", "")
-	b.WriteString("# HELP waisteer_pg_log_lock_seconds Time of a group's first batch, which waits for its rooms' logs while another server's group holds them.\n# TYPE waisteer_pg_log_lock_seconds histogram\n")
-	m.lockWait.Write(b, "waisteer_pg_log_lock_seconds", "")
-	b.WriteString("# HELP waisteer_pg_log_handovers_total Appends to a room's log that found another server had appended since this one, and read its partial tiles again.\n# TYPE waisteer_pg_log_handovers_total counter\n")
-	fmt.Fprintf(b, "waisteer_pg_log_handovers_total %d\n", m.handOvers.Load())
 	b.WriteString("# HELP waisteer_pg_groups_total Groups of decisions written, and those that failed.\n# TYPE waisteer_pg_groups_total counter\n")
 	fmt.Fprintf(b, "waisteer_pg_groups_total{result=\"committed\"} %d\n", m.groups.Load())
 	fmt.Fprintf(b, "waisteer_pg_groups_total{result=\"failed\"} %d\n", m.failures.Load())
+	b.WriteString("# HELP waisteer_pg_logs_made_total Logs of decisions this server made: one at its first decision in a room, and another after one was sealed under it.\n# TYPE waisteer_pg_logs_made_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_logs_made_total %d\n", m.logsMade.Load())
+	b.WriteString("# HELP waisteer_pg_logs_sealed_total Logs sealed: this server's, found sealed under it by another that took it for gone; and other servers', sealed by this one as gone.\n# TYPE waisteer_pg_logs_sealed_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_logs_sealed_total{by=\"another\"} %d\n", m.sealedUnder.Load())
+	fmt.Fprintf(b, "waisteer_pg_logs_sealed_total{by=\"this\"} %d\n", m.sealedGone.Load())
 
 	st := s.pool.Stat()
 	b.WriteString("# HELP waisteer_pg_connections The pool's connections to PostgreSQL, by state.\n# TYPE waisteer_pg_connections gauge\n")

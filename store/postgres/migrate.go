@@ -193,6 +193,36 @@ var migrations = []string{
 	CREATE UNIQUE INDEX decisions_by_leaf ON waisteer.decisions (log, idx);
 	CREATE INDEX decisions_by_t ON waisteer.decisions (t) WHERE row IS NOT NULL;
 	CREATE INDEX decisions_by_snapshot ON waisteer.decisions (snapshot);`,
+	// 5: one log per server and room (issue 31, SPEC-NOTES "One log per
+	// server and room"). A log has a number in its room (n: 0 for the
+	// room's log of schema 4, then 1, 2, … in the order made) and, once
+	// sealed, its final size in sealed, which the check holds equal to
+	// size: a sealed log's size never changes again, whoever tries (a
+	// server of schema 4 still running included, whose next append to
+	// its room's log fails on it). Each instance refreshes seen, so that
+	// one gone is told apart. An epoch's head is kept once, its start in
+	// each log in key_epoch_starts; schema 4's start in its room's one
+	// log, which is now log 0.
+	`ALTER TABLE waisteer.instances ADD COLUMN seen timestamptz NOT NULL DEFAULT now();
+	ALTER TABLE waisteer.logs ADD COLUMN n integer, ADD COLUMN sealed bigint;
+	UPDATE waisteer.logs SET n = 0, sealed = size;
+	ALTER TABLE waisteer.logs ALTER COLUMN n SET NOT NULL,
+		ADD CONSTRAINT logs_sealed CHECK (sealed IS NULL OR sealed = size);
+	DROP INDEX waisteer.logs_shared;
+	CREATE UNIQUE INDEX logs_by_number ON waisteer.logs (room, n);
+	-- A writer has at most one open log of a room.
+	CREATE UNIQUE INDEX logs_open ON waisteer.logs (room, writer) WHERE sealed IS NULL;
+	CREATE TABLE waisteer.key_epoch_starts (
+		room      bytea NOT NULL,
+		seq       bigint NOT NULL, -- u64 as i64 (i64)
+		log       integer NOT NULL, -- the log's number in the room
+		from_size bigint NOT NULL,
+		handover  bytea, -- NULL for a log's first head
+		PRIMARY KEY (room, seq, log)
+	);
+	INSERT INTO waisteer.key_epoch_starts (room, seq, log, from_size, handover)
+		SELECT room, seq, 0, from_size, handover FROM waisteer.key_epochs;
+	ALTER TABLE waisteer.key_epochs DROP COLUMN from_size, DROP COLUMN handover;`,
 }
 
 // upgrades are the steps of a migration written in Go, run after its SQL

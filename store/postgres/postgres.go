@@ -10,7 +10,10 @@
 // commit). Records, decisions and changes to rooms and active policies are
 // numbered in commit order from one sequence, under a lock of their feed
 // held to the commit, so that an instance that follows a feed by number
-// misses nothing (migrate.go).
+// misses nothing (migrate.go). Each instance appends a room's decisions to
+// a log of its own (issue 31, schema 5: log.go, group.go), sealed when it
+// closes or is gone (live.go), so that no instance's commit waits for
+// another's.
 package postgres
 
 import (
@@ -19,10 +22,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,14 +42,21 @@ import (
 type Store struct {
 	pool     *pgxpool.Pool
 	chunk    int
-	instance int32 // this opening's row in waisteer.instances: the writer of its rows
+	instance int32  // this opening's row in waisteer.instances: the writer of its rows
+	server   string // "host pid" of this opening, as Logs names a log's writer
 
 	mu       sync.Mutex
 	contexts map[context3]int64 // ids of the contexts known to be held
-	// frontiers are the rooms' logs as this server last appended to them.
+	// frontiers are this server's own logs as it last appended to them.
 	frontiers map[int32]frontier
-	logs      map[sig.Hash]int32 // the rooms' logs known to be held
-	loads     *Loads             // the shared table on this store, closed first
+	own       map[sig.Hash]ownLog // the rooms' logs this server appends to
+	loads     *Loads              // the shared table on this store, closed first
+
+	live    liveness      // how often this opening says it is alive, and when others are gone
+	upSince atomic.Int64  // since when (UnixNano) every beat reached the database; 0 after a failed one
+	stop    chan struct{} // closed by Close: the beat stops
+	beating sync.WaitGroup
+	closing atomic.Bool // set by Close: no log is made any more
 
 	health  *health // whether the database answers (health.go)
 	metrics *storeMetrics
@@ -68,7 +80,20 @@ type options struct {
 	migrate            bool
 	log                *slog.Logger
 	connect, statement time.Duration
+	live               liveness
 }
+
+// liveness is how often an opening of the store refreshes its instance's
+// seen (beat), how long one not refreshed is alive still (gone), and every
+// how many beats it seals the logs of the gone (sweep).
+type liveness struct {
+	beat, gone time.Duration
+	sweep      int
+}
+
+// The liveness of SPEC-NOTES "One log per server and room": a beat each
+// second, gone after ten without one.
+var defaultLiveness = liveness{beat: time.Second, gone: 10 * time.Second, sweep: 5}
 
 // The timeouts a DSN that names none gets (issue 26 item 6): a database
 // that takes a connection and never answers fails the server's start
@@ -80,7 +105,7 @@ const (
 )
 
 func defaultOptions() options {
-	return options{chunk: defaultPruneChunk, log: slog.Default(), connect: DefaultConnectTimeout, statement: DefaultStatementTimeout}
+	return options{chunk: defaultPruneChunk, log: slog.Default(), connect: DefaultConnectTimeout, statement: DefaultStatementTimeout, live: defaultLiveness}
 }
 
 // WithLogger has the store log its changes of state there (default
@@ -141,7 +166,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	cc := cfg.ConnConfig
 	timeouts(cc, dsn, o, true)
-	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}, logs: map[sig.Hash]int32{}, metrics: newStoreMetrics()}
+	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}, own: map[sig.Hash]ownLog{},
+		live: o.live, stop: make(chan struct{}), metrics: newStoreMetrics()}
 	// The probe makes a connection of its own: one the pool holds may
 	// be to a backend not yet stopped (health.saw).
 	probe := cc.Copy()
@@ -178,6 +204,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.closePool()
 		return nil, fmt.Errorf("postgres: registering the instance: %w", connectErr(err, cc))
 	}
+	s.server = host + " " + strconv.Itoa(os.Getpid())
+	s.upSince.Store(time.Now().UnixNano())
+	s.beating.Add(1)
+	go s.beat()
 	return s, nil
 }
 
@@ -210,8 +240,16 @@ func (s *Store) closePool() {
 }
 
 // Close closes the table of loads on the store, if any (writing its last
-// sessions), then the connections.
+// sessions), seals this server's logs at their size (nothing is appended
+// to them again: a server started anew makes logs of its own), then closes
+// the connections. A group committing meanwhile is waited for, and its
+// leaves are in the sealed log; one that begins after fails.
 func (s *Store) Close() error {
+	if s.closing.Swap(true) {
+		return nil
+	}
+	close(s.stop)
+	s.beating.Wait()
 	s.mu.Lock()
 	l := s.loads
 	s.loads = nil
@@ -219,6 +257,11 @@ func (s *Store) Close() error {
 	var err error
 	if l != nil {
 		err = l.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, serr := s.pool.Exec(ctx, "UPDATE waisteer.logs SET sealed = size WHERE writer = $1 AND sealed IS NULL", s.instance); serr != nil && err == nil {
+		err = fmt.Errorf("postgres: sealing this server's logs: %w", serr)
 	}
 	s.closePool()
 	return err
@@ -317,22 +360,39 @@ func (s *Store) Secret(ctx context.Context, name string, n int) ([]byte, error) 
 	return held, nil
 }
 
-// PutKeyEpoch keeps a head the room has had.
+// PutKeyEpoch keeps a head the room has had, and its start in log e.Log
+// of the room: the head's bytes once for its seq (the first put's), the
+// start once for its seq and log (the first put's).
 func (s *Store) PutKeyEpoch(ctx context.Context, room sig.Hash, e store.KeyEpoch) error {
 	if e.From < 0 {
 		return fmt.Errorf("postgres: a key epoch from %d", e.From)
 	}
-	if e.Log != 0 {
-		return errNoSuchLog(e.Log)
+	if e.Log < 0 || e.Log > math.MaxInt32 {
+		return errNoSuchLog(room, e.Log)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO waisteer.key_epochs (room, seq, from_size, head, handover) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (room, seq) DO NOTHING`, room[:], i64(e.Seq), e.From, e.Head, e.Handover)
-	return err
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var held bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM waisteer.logs WHERE room = $1 AND n = $2)", room[:], e.Log).Scan(&held); err != nil {
+			return err
+		}
+		if !held {
+			return errNoSuchLog(room, e.Log)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO waisteer.key_epochs (room, seq, head) VALUES ($1, $2, $3) ON CONFLICT (room, seq) DO NOTHING",
+			room[:], i64(e.Seq), e.Head); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO waisteer.key_epoch_starts (room, seq, log, from_size, handover) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (room, seq, log) DO NOTHING`, room[:], i64(e.Seq), e.Log, e.From, e.Handover)
+		return err
+	})
 }
 
-// KeyEpochs returns the heads the room has had.
+// KeyEpochs returns the heads the room has had, each with each of its
+// starts, by seq and then log.
 func (s *Store) KeyEpochs(ctx context.Context, room sig.Hash) ([]store.KeyEpoch, error) {
-	rows, err := s.pool.Query(ctx, "SELECT seq, from_size, head, handover FROM waisteer.key_epochs WHERE room = $1 ORDER BY seq", room[:])
+	rows, err := s.pool.Query(ctx, `SELECT k.seq, t.log, t.from_size, k.head, t.handover FROM waisteer.key_epochs k
+		JOIN waisteer.key_epoch_starts t ON t.room = k.room AND t.seq = k.seq WHERE k.room = $1 ORDER BY k.seq, t.log`, room[:])
 	if err != nil {
 		return nil, err
 	}
@@ -340,11 +400,12 @@ func (s *Store) KeyEpochs(ctx context.Context, room sig.Hash) ([]store.KeyEpoch,
 	var es []store.KeyEpoch
 	for rows.Next() {
 		var seq, from int64
+		var n int32
 		var e store.KeyEpoch
-		if err := rows.Scan(&seq, &from, &e.Head, &e.Handover); err != nil {
+		if err := rows.Scan(&seq, &n, &from, &e.Head, &e.Handover); err != nil {
 			return nil, err
 		}
-		e.Seq, e.From = u64(seq), from
+		e.Seq, e.Log, e.From = u64(seq), int64(n), from
 		es = append(es, e)
 	}
 	return es, rows.Err()

@@ -58,8 +58,8 @@ func TestBytesPerDecision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.LogSize(ctx, ds0Room(), 0); err != nil || n != int64(count) {
-		t.Fatalf("the log holds %d leaves, %v; want %d", n, err, count)
+	if own, err := s.OwnLog(ctx, ds0Room()); err != nil || own.Size != int64(count) {
+		t.Fatalf("the log holds %d leaves, %v; want %d", own.Size, err, count)
 	}
 	if _, err := s.pool.Exec(ctx, "VACUUM"); err != nil {
 		t.Fatal(err)

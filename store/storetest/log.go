@@ -157,12 +157,18 @@ func testLog(t *testing.T, e Engine) {
 
 // testKeyEpochs (issue 16): the heads a room has had are kept by seq, each
 // once (the first put of a seq stays), and given back in ascending seq,
-// seqs of 2^63 and above included.
+// seqs of 2^63 and above included. Each is put in the store's own log of
+// the room (issue 31: an epoch starts in a log).
 func testKeyEpochs(t *testing.T, e Engine) {
 	s := e.Open(t, 0)
 	room, other := hash("room"), hash("another room")
 	put := func(r sig.Hash, ep store.KeyEpoch) {
 		t.Helper()
+		own, err := s.OwnLog(bg, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep.Log = own.N
 		if err := s.PutKeyEpoch(bg, r, ep); err != nil {
 			t.Fatal(err)
 		}
@@ -176,17 +182,21 @@ func testKeyEpochs(t *testing.T, e Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	own, err := s.OwnLog(bg, room)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []store.KeyEpoch{
-		{Seq: 2, From: 0, Head: []byte("head 2")},
-		{Seq: 5, From: 10, Head: []byte("head 5"), Handover: []byte("checkpoint at 10")},
-		{Seq: 1<<63 + 1, From: 99, Head: []byte("head 2^63+1"), Handover: []byte("checkpoint at 99")},
+		{Seq: 2, Log: own.N, From: 0, Head: []byte("head 2")},
+		{Seq: 5, Log: own.N, From: 10, Head: []byte("head 5"), Handover: []byte("checkpoint at 10")},
+		{Seq: 1<<63 + 1, Log: own.N, From: 99, Head: []byte("head 2^63+1"), Handover: []byte("checkpoint at 99")},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d epochs, want %d", len(got), len(want))
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Seq != w.Seq || g.From != w.From || !bytes.Equal(g.Head, w.Head) || !bytes.Equal(g.Handover, w.Handover) || (g.Handover == nil) != (w.Handover == nil) {
+		if g.Seq != w.Seq || g.Log != w.Log || g.From != w.From || !bytes.Equal(g.Head, w.Head) || !bytes.Equal(g.Handover, w.Handover) || (g.Handover == nil) != (w.Handover == nil) {
 			t.Errorf("epoch %d: %+v, want %+v", i, g, w)
 		}
 	}
