@@ -25,7 +25,7 @@ func TestSharedStoreMetrics(t *testing.T) {
 	_, mb := e.get("/metrics")
 	out := string(mb)
 	for _, want := range []string{"# TYPE waisteer_pg_group_commit_seconds histogram\n", "waisteer_pg_round_trip_seconds_count ",
-		"waisteer_pg_log_handovers_total 0\n", "waisteer_pg_connections{state=\"max\"} ", "waisteer_pg_loads_follow_age_seconds "} {
+		"waisteer_pg_logs_made_total 1\n", "waisteer_pg_connections{state=\"max\"} ", "waisteer_pg_loads_follow_age_seconds "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/view"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/store"
 	"github.com/waisteer/waisteer/store/postgres"
@@ -432,9 +433,12 @@ func TestSharedStoreOutage(t *testing.T) {
 	}
 }
 
-// TestSharedLog (issue 16 item 7): servers on one database keep one log
-// per room: the decisions of all of them in one sequence, so that each
-// server's checkpoint names the same tree, and an audit through any one
+// TestSharedLog (issue 16 item 7; issue 31, SPEC-NOTES "One log per server
+// and room"): servers on one database keep a log each of the room, so that
+// no server's commit waits for another's: every server lists the same
+// logs, one a server, whose leaves add up to the decisions made, each
+// log's checkpoint is the same tree whichever server signs it and names
+// its server, and an audit through any one server merges the logs and
 // holds, the loads accepted within the staleness of the shared loads.
 func TestSharedLog(t *testing.T) {
 	es := sharedEnvs(t, scenario.Spec{Periods: 6}, 3)
@@ -463,6 +467,7 @@ func TestSharedLog(t *testing.T) {
 	}()
 	var reloads []string
 	decided := map[string]bool{} // a decision two servers made alike is one
+	byServer := make([]map[string]bool, len(es))
 	for i := range 90 {
 		e := es[i%3]
 		target := "/v1/steer"
@@ -471,28 +476,72 @@ func TestSharedLog(t *testing.T) {
 		}
 		m := e.steer(target, nil)
 		reloads = append(reloads, m.Reload)
-		decided[m.Decision[len(m.Decision)-64:]] = true
+		digest := m.Decision[len(m.Decision)-64:]
+		decided[digest] = true
+		if byServer[i%3] == nil {
+			byServer[i%3] = map[string]bool{}
+		}
+		byServer[i%3][digest] = true
 		if i%10 == 9 {
 			time.Sleep(60 * time.Millisecond) // the shared loads' flush and follow
 		}
 	}
 	room := es[0].sc.Room.ID()
-	var first declog.Checkpoint
+	keys := []sig.PublicKey{es[0].sc.SteerKey.Public()}
+	var listed []view.Log
 	for i, e := range es {
-		c, _, err := declog.Open(e.fetchAny("/v1/rooms/"+e.room()+"/log/checkpoint"), room, []sig.PublicKey{e.sc.SteerKey.Public()})
-		if err != nil {
+		var ls []view.Log
+		if err := json.Unmarshal(e.fetchAny("/v1/rooms/"+e.room()+"/logs"), &ls); err != nil {
 			t.Fatal(err)
 		}
-		if c.Size != int64(len(decided)) || i > 0 && (c.Size != first.Size || c.Root != first.Root) {
-			t.Errorf("server %d's checkpoint: %d leaves of %d decisions, root %v; server 0's %d, %v", i, c.Size, len(decided), c.Root, first.Size, first.Root)
-		}
 		if i == 0 {
-			first = c
+			listed = ls
+		} else if !slices.Equal(ls, listed) {
+			t.Errorf("server %d lists the room's logs %+v, server 0 %+v", i, ls, listed)
+		}
+	}
+	// A log a server, numbered from 1 (a database made after issue 31 has
+	// no log 0), each as long as the decisions its server made.
+	if len(listed) != 3 {
+		t.Fatalf("the room's logs %+v: want one for each of the 3 servers", listed)
+	}
+	// (The servers here are one process: their "host pid" is one.)
+	sizes := map[int64]bool{}
+	total := int64(0)
+	for i, l := range listed {
+		if l.Log != int64(i)+1 || l.Server == "" || l.Sealed {
+			t.Errorf("the log %+v: want number %d, its server named, open", l, i+1)
+		}
+		sizes[l.Size] = true
+		total += l.Size
+	}
+	for i := range es {
+		if !sizes[int64(len(byServer[i]))] {
+			t.Errorf("no log is as long as server %d's %d decisions: %+v", i, len(byServer[i]), listed)
+		}
+	}
+	if total != int64(len(decided)) {
+		t.Errorf("the logs hold %d leaves of %d decisions", total, len(decided))
+	}
+	// Each log's checkpoint is one tree whichever server signs it.
+	for _, l := range listed {
+		var first declog.Checkpoint
+		for i, e := range es {
+			c, _, err := declog.OpenLog(e.fetchAny(fmt.Sprintf("/v1/rooms/%s/logs/%d/checkpoint", e.room(), l.Log)), room, l.Log, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Size != l.Size || c.Server != l.Server || i > 0 && c.Root != first.Root {
+				t.Errorf("server %d's checkpoint of log %d: %d leaves of server %q, root %v; want %d of %q, server 0's root %v", i, l.Log, c.Size, c.Server, c.Root, l.Size, l.Server, first.Root)
+			}
+			if i == 0 {
+				first = c
+			}
 		}
 	}
 	rep, err := audit.Run(context.Background(), client.New(), es[1].ts.URL, room, audit.Options{Workers: 4,
 		Recount: recount.Options{Staleness: 200_000}})
-	if err != nil || !rep.OK() || rep.Fetched != len(decided) {
+	if err != nil || !rep.OK() || rep.Fetched != len(decided) || len(rep.Logs) != 3 {
 		t.Errorf("the audit through server 1: %v\n%v", err, rep)
 	}
 }
