@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/pgtest"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/internal/view"
 )
 
 // onPostgres rewrites a configuration demo.Room.WriteFiles wrote for the
@@ -161,6 +164,46 @@ func TestServeCluster(t *testing.T) {
 	k.records(srvs[1].url, acked)
 	k.decisions(r, srvs[2].url, srvs[1].url, order, manifests)
 
+	// Every decision whose manifest went out is a leaf of one of the
+	// room's logs, one a server (issue 31): a survivor proves its
+	// inclusion, from log 0's route redirected to the log that holds it.
+	room := "/v1/rooms/" + r.ID.String()
+	for _, uri := range order {
+		k.get(srvs[1].url + room + "/log/inclusion/" + uri[len(uri)-64:])
+	}
+	// The killed server is gone once it has not been seen for 10 s: a
+	// survivor listing the room's logs seals its log at the size it had
+	// committed (SPEC-NOTES, "The layout (schema 5)"), and the others stay
+	// open.
+	killedAs := " " + strconv.Itoa(srvs[0].cmd.Process.Pid)
+	var logs []view.Log
+	within := time.Now().Add(25 * time.Second)
+	for {
+		logs = nil
+		if err := json.Unmarshal(k.get(srvs[1].url+room+"/logs"), &logs); err != nil {
+			t.Fatal(err)
+		}
+		sealed := 0
+		for _, l := range logs {
+			if l.Sealed {
+				sealed++
+			}
+			if l.Sealed && !strings.HasSuffix(l.Server, killedAs) {
+				t.Fatalf("the room's logs %+v: only the killed server's (pid%s) may be sealed", logs, killedAs)
+			}
+		}
+		if len(logs) != 3 {
+			t.Fatalf("the room's logs %+v: want one for each of the 3 servers", logs)
+		}
+		if sealed == 1 {
+			break
+		}
+		if time.Now().After(within) {
+			t.Fatalf("the killed server's log is not sealed 25 s after the kill: %+v", logs)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
 	// The shared loads (§6): every session counts once, on the pathway
 	// its latest decision put first. The sessions whose latest decision
 	// the killed server made in its last moments may not have reached the
@@ -205,11 +248,11 @@ func TestMigrateCommand(t *testing.T) {
 	_, bolt := testRoomFiles(t, t.TempDir())
 	cfg := onPostgres(t, bolt)
 	out, errs, code := waisteer(t, "", "migrate", "-c", cfg)
-	if code != 0 || out != "schema at version 4: applied [1 2 3 4]\n" {
+	if code != 0 || out != "schema at version 5: applied [1 2 3 4 5]\n" {
 		t.Fatalf("first migrate: exit %d: %q %s", code, out, errs)
 	}
 	out, errs, code = waisteer(t, "", "migrate", "-c", cfg)
-	if code != 0 || out != "schema at version 4: nothing to apply\n" {
+	if code != 0 || out != "schema at version 5: nothing to apply\n" {
 		t.Fatalf("second migrate: exit %d: %q %s", code, out, errs)
 	}
 	if _, errs, code := waisteer(t, "", "migrate", "-c", bolt); code != 1 || !strings.Contains(errs, `[store] engine is "bbolt": only a PostgreSQL store has migrations`) {
