@@ -16,7 +16,6 @@ var (
 	bucketRooms           = []byte("rooms")
 	bucketPolicies        = []byte("policies")
 	bucketActive          = []byte("active")
-	bucketRecords         = []byte("records")
 	bucketRecordEnds      = []byte("record_ends")
 	bucketDecisions       = []byte("decisions")
 	bucketDecisionDigests = []byte("decision_digests")
@@ -26,7 +25,7 @@ var (
 	bucketSnapshotBodies  = []byte("snapshot_bodies")
 
 	allBuckets = [][]byte{
-		bucketMeta, bucketRooms, bucketPolicies, bucketActive, bucketRecords,
+		bucketMeta, bucketRooms, bucketPolicies, bucketActive, bucketRecordRows,
 		bucketRecordEnds, bucketDecisions, bucketDecisionDigests, bucketContexts,
 		bucketContextIDs, bucketSnapshots, bucketSnapshotBodies,
 		bucketLogTiles, bucketLogSizes, bucketKeyEpochs,
@@ -34,6 +33,12 @@ var (
 
 	metaFormat = []byte("format")
 )
+
+// fileFormat is the file's format, in meta's "format". Format 1 kept the
+// records by digest; Open moves them to rows keyed by end and digest
+// (bolt_records.go), in the transaction that opens the file. A file of
+// format 2 does not open in a server of format 1, which refuses it.
+const fileFormat = 2
 
 // appendFill is the fill of buckets whose keys mostly arrive in ascending
 // order (decisions by t, snapshot bodies by id): a page split then leaves
@@ -55,7 +60,9 @@ type options struct {
 	pruneChunk  int
 	openTimeout time.Duration
 	index       digestIndex // its settings: flush, margin, fanIn, budget
-	logFlush    int
+	// recordMargin is the records' index's margin (defaultRecordMargin).
+	recordMargin uint64
+	logFlush     int
 	// noFreelistSync is bbolt's NoFreelistSync, for the measures of
 	// issue 30 (export_test.go): see Open.
 	noFreelistSync bool
@@ -93,6 +100,9 @@ type Bolt struct {
 
 	// ix is the index of decisions by digest (index.go).
 	ix digestIndex
+	// rx is the index of records by digest (bolt_records.go). Their
+	// writers hold rx.mu.
+	rx digestIndex
 	// lg is the rooms' logs (boltlog.go). Its writers hold ix.mu.
 	lg boltLog
 	// put is PutDecisions's scratch, reused under ix.mu.
@@ -103,7 +113,7 @@ var _ Store = (*Bolt)(nil)
 
 // Open opens, or creates, the store in the bbolt file at path.
 func Open(path string, opts ...Option) (*Bolt, error) {
-	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush}
+	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, recordMargin: defaultRecordMargin}
 	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
 	for _, f := range opts {
 		f(&o)
@@ -124,7 +134,10 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &Bolt{db: db, chunk: o.pruneChunk, contexts: map[decisionContext]uint64{}, contextIDs: map[uint64]decisionContext{}}
+	s.ix.names = decisionIndex
 	s.ix.flush, s.ix.margin, s.ix.fanIn, s.ix.budget = o.index.flush, o.index.margin, o.index.fanIn, o.index.budget
+	s.rx.names, s.rx.now = recordIndex, wallMicros
+	s.rx.flush, s.rx.margin, s.rx.fanIn, s.rx.budget = o.index.flush, o.recordMargin, o.index.fanIn, o.index.budget
 	s.lg.flush, s.lg.margin = o.logFlush, o.index.margin
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -133,16 +146,30 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		migrated := false
 		switch v := meta.Get(metaFormat); {
 		case v == nil:
-			if err := meta.Put(metaFormat, []byte{formatVersion}); err != nil {
-				return err
+		case len(v) == 1 && v[0] == 1:
+			if err := migrateRecords(tx); err != nil {
+				return fmt.Errorf("store: %s: moving its records to format %d: %w", path, fileFormat, err)
 			}
-		case len(v) != 1 || v[0] != formatVersion:
-			return fmt.Errorf("store: %s has format %x, not %d", path, v, formatVersion)
+			migrated = true
+		case len(v) != 1 || v[0] != fileFormat:
+			return fmt.Errorf("store: %s has format %x, not 1 or %d", path, v, fileFormat)
+		}
+		if err := meta.Put(metaFormat, []byte{fileFormat}); err != nil {
+			return err
 		}
 		if err := openIndex(tx, &s.ix); err != nil {
 			return fmt.Errorf("store: %s: %w", path, err)
+		}
+		if err := openIndex(tx, &s.rx); err != nil {
+			return fmt.Errorf("store: %s: %w", path, err)
+		}
+		if migrated {
+			if err := s.rx.migratedRun(tx); err != nil {
+				return fmt.Errorf("store: %s: %w", path, err)
+			}
 		}
 		err := tx.Bucket(bucketContextIDs).ForEach(func(k, v []byte) error {
 			c, ok := parseDecisionContext(v)

@@ -50,6 +50,23 @@ var (
 	metaIndexThrough      = []byte("index_through")     // rows with a key before this are indexed
 )
 
+// indexNames names an index by digest and the rows it indexes, each keyed
+// t u64 BE ‖ digest: the decisions' (t their instant) and the records'
+// (t their end, bolt_records.go) are kept alike, each in buckets of its own.
+type indexNames struct {
+	what    string // "decision" or "record", in errors
+	rows    []byte // the rows
+	digests []byte // digest → t u64 BE, for rows behind the watermark
+	runs    []byte // run id u64 BE → nested bucket: digest → t u64 BE
+	runList []byte // run id u64 BE → level u8 ‖ count u64 BE ‖ tmin u64 BE ‖ tmax u64 BE
+	through []byte // the meta key of the watermark
+}
+
+var decisionIndex = &indexNames{
+	what: "decision", rows: bucketDecisions, digests: bucketDecisionDigests,
+	runs: bucketDecisionRuns, runList: bucketDecisionRunList, through: metaIndexThrough,
+}
+
 // Defaults of the index: a run is written per 1024 decisions, a decision
 // must reach the store within 250 ms of its t not to arrive behind the
 // watermark, 8 runs of a level are merged, and a group commit writes at
@@ -101,8 +118,10 @@ func parseRunInfo(k, v []byte) (runInfo, error) {
 // and the update of this state after it commits.
 type digestIndex struct {
 	mu         sync.Mutex
-	flush      int    // rows in the tail that make a run
-	margin     uint64 // µs behind the latest t that a flush leaves in the tail
+	names      *indexNames
+	now        func() uint64 // with it, a cut is behind now as well as the latest row (records')
+	flush      int           // rows in the tail that make a run
+	margin     uint64        // µs behind the latest t that a flush leaves in the tail
 	fanIn      int
 	budget     int             // the least entries of merges a group commit writes
 	sinceFlush int             // rows added to the tail since the last run was cut, about
@@ -160,24 +179,25 @@ func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte,
 // for a file written before the runs existed, whose rows decision_digests
 // indexes), and the unregistered runs, which are deleted.
 func openIndex(tx *bolt.Tx, ix *digestIndex) error {
-	for _, name := range [][]byte{bucketDecisionRuns, bucketDecisionRunList} {
+	n := ix.names
+	for _, name := range [][]byte{n.digests, n.runs, n.runList} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if meta.Get(metaIndexThrough) == nil {
+	if meta.Get(n.through) == nil {
 		through := []byte{}
-		if k, _ := tx.Bucket(bucketDecisions).Cursor().Last(); k != nil {
+		if k, _ := tx.Bucket(n.rows).Cursor().Last(); k != nil {
 			through = append(clone(k), 0) // after the last row
 		}
-		if err := meta.Put(metaIndexThrough, through); err != nil {
+		if err := meta.Put(n.through, through); err != nil {
 			return err
 		}
 	}
 	ix.runs = ix.runs[:0]
 	registered := map[uint64]bool{}
-	err := tx.Bucket(bucketDecisionRunList).ForEach(func(k, v []byte) error {
+	err := tx.Bucket(n.runList).ForEach(func(k, v []byte) error {
 		r, err := parseRunInfo(k, v)
 		if err != nil {
 			return err
@@ -189,11 +209,11 @@ func openIndex(tx *bolt.Tx, ix *digestIndex) error {
 	if err != nil {
 		return err
 	}
-	runs := tx.Bucket(bucketDecisionRuns)
+	runs := tx.Bucket(n.runs)
 	var orphans [][]byte
 	err = runs.ForEach(func(k, v []byte) error {
 		if v != nil || len(k) != 8 {
-			return fmt.Errorf("store: decision_runs holds a key of %d bytes that is not a run", len(k))
+			return fmt.Errorf("store: %s holds a key of %d bytes that is not a run", n.runs, len(k))
 		}
 		if !registered[binary.BigEndian.Uint64(k)] {
 			orphans = append(orphans, clone(k))
@@ -210,47 +230,55 @@ func openIndex(tx *bolt.Tx, ix *digestIndex) error {
 	}
 	for _, r := range ix.runs {
 		if runs.Bucket(r.key()) == nil {
-			return fmt.Errorf("store: run %d of the index is listed but not held", r.id)
+			return fmt.Errorf("store: run %d of the %ss' index is listed but not held", r.id, n.what)
 		}
 	}
 	// The tail's size, so that the next run is cut on time.
 	ix.sinceFlush = 0
-	c := tx.Bucket(bucketDecisions).Cursor()
-	for k, _ := c.Seek(meta.Get(metaIndexThrough)); k != nil; k, _ = c.Next() {
+	c := tx.Bucket(n.rows).Cursor()
+	for k, _ := c.Seek(meta.Get(n.through)); k != nil; k, _ = c.Next() {
 		ix.sinceFlush++
 	}
 	ix.merges, ix.garbage, ix.busy = nil, nil, map[uint64]bool{}
 	return nil
 }
 
-// indexThrough is the watermark as the transaction sees it.
-func indexThrough(tx *bolt.Tx) []byte { return tx.Bucket(bucketMeta).Get(metaIndexThrough) }
+// indexThrough is the decisions' watermark as the transaction sees it.
+func indexThrough(tx *bolt.Tx) []byte { return decisionIndex.watermark(tx) }
 
-// lookup finds the t of the decision with the digest: in decision_digests,
-// in the runs (newest first), then in the tail.
+// watermark is the index's watermark as the transaction sees it.
+func (n *indexNames) watermark(tx *bolt.Tx) []byte { return tx.Bucket(bucketMeta).Get(n.through) }
+
+// lookup finds the t of the decision with the digest (decisionIndex.lookup).
 func lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) {
-	if v := tx.Bucket(bucketDecisionDigests).Get(digest[:]); v != nil {
+	return decisionIndex.lookup(tx, digest)
+}
+
+// lookup finds the t of the row with the digest: in the digests bucket, in
+// the runs (newest first), then in the tail.
+func (n *indexNames) lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) {
+	if v := tx.Bucket(n.digests).Get(digest[:]); v != nil {
 		if len(v) != 8 {
-			return 0, false, fmt.Errorf("store: decision %s's t has %d bytes", digest, len(v))
+			return 0, false, fmt.Errorf("store: %s %s's t has %d bytes", n.what, digest, len(v))
 		}
 		return binary.BigEndian.Uint64(v), true, nil
 	}
-	runs := tx.Bucket(bucketDecisionRuns)
-	c := tx.Bucket(bucketDecisionRunList).Cursor()
+	runs := tx.Bucket(n.runs)
+	c := tx.Bucket(n.runList).Cursor()
 	for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
 		sub := runs.Bucket(k)
 		if sub == nil {
-			return 0, false, fmt.Errorf("store: run %x of the index is listed but not held", k)
+			return 0, false, fmt.Errorf("store: run %x of the %ss' index is listed but not held", k, n.what)
 		}
 		if v := sub.Get(digest[:]); v != nil {
 			if len(v) != 8 {
-				return 0, false, fmt.Errorf("store: decision %s's t has %d bytes in run %x", digest, len(v), k)
+				return 0, false, fmt.Errorf("store: %s %s's t has %d bytes in run %x", n.what, digest, len(v), k)
 			}
 			return binary.BigEndian.Uint64(v), true, nil
 		}
 	}
-	dc := tx.Bucket(bucketDecisions).Cursor()
-	for k, _ := dc.Seek(indexThrough(tx)); k != nil; k, _ = dc.Next() {
+	dc := tx.Bucket(n.rows).Cursor()
+	for k, _ := dc.Seek(n.watermark(tx)); k != nil; k, _ = dc.Next() {
 		if len(k) == 8+sig.HashSize && bytes.Equal(k[8:], digest[:]) {
 			return binary.BigEndian.Uint64(k), true, nil
 		}
@@ -280,7 +308,7 @@ func (ix *digestIndex) collect(tx *bolt.Tx, ch *indexChange) error {
 	if len(ix.garbage) == 0 || ch.collected > 0 {
 		return nil
 	}
-	if err := tx.Bucket(bucketDecisionRuns).DeleteBucket(idKey(ix.garbage[0])); err != nil {
+	if err := tx.Bucket(ix.names.runs).DeleteBucket(idKey(ix.garbage[0])); err != nil {
 		return err
 	}
 	ch.collected = 1
@@ -290,26 +318,32 @@ func (ix *digestIndex) collect(tx *bolt.Tx, ch *indexChange) error {
 // cut writes the tail's rows before the cut as a run of level 0 and moves
 // the watermark to the cut.
 func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
-	decisions := tx.Bucket(bucketDecisions)
-	last, _ := decisions.Cursor().Last()
+	n := ix.names
+	rows := tx.Bucket(n.rows)
+	last, _ := rows.Cursor().Last()
 	if last == nil {
 		return nil
 	}
 	latest := binary.BigEndian.Uint64(last)
+	if ix.now != nil {
+		// A row's t from a clock ahead would move the cut past the rows
+		// still on their way.
+		latest = min(latest, ix.now())
+	}
 	if latest <= ix.margin {
 		return nil
 	}
 	cut := binary.BigEndian.AppendUint64(make([]byte, 0, 8), latest-ix.margin)
-	through := indexThrough(tx)
+	through := n.watermark(tx)
 	if bytes.Compare(cut, through) <= 0 {
 		return nil
 	}
 	// The entries, digest ‖ t, in a reused buffer sorted in place.
 	entries := ix.entries[:0]
-	c := decisions.Cursor()
+	c := rows.Cursor()
 	for k, _ := c.Seek(through); k != nil && bytes.Compare(k, cut) < 0; k, _ = c.Next() {
 		if len(k) != 8+sig.HashSize {
-			return fmt.Errorf("store: a decision key of %d bytes", len(k))
+			return fmt.Errorf("store: a %s key of %d bytes", n.what, len(k))
 		}
 		var e [indexEntrySize]byte
 		copy(e[:], k[8:])
@@ -317,19 +351,19 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 		entries = append(entries, e)
 	}
 	ix.entries = entries
-	if err := tx.Bucket(bucketMeta).Put(metaIndexThrough, cut); err != nil {
+	if err := tx.Bucket(bucketMeta).Put(n.through, cut); err != nil {
 		return err
 	}
-	n := len(entries)
-	if n == 0 {
+	count := len(entries)
+	if count == 0 {
 		return nil
 	}
 	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:sig.HashSize], b[:sig.HashSize]) })
-	r, err := newRun(tx, 0)
+	r, err := n.newRun(tx, 0)
 	if err != nil {
 		return err
 	}
-	sub := tx.Bucket(bucketDecisionRuns).Bucket(r.key())
+	sub := tx.Bucket(n.runs).Bucket(r.key())
 	sub.FillPercent = 1 // written in ascending order, never inserted into
 	r.tmin, r.tmax = ^uint64(0), 0
 	for i := range entries {
@@ -340,18 +374,18 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 		t := binary.BigEndian.Uint64(e[sig.HashSize:])
 		r.tmin, r.tmax = min(r.tmin, t), max(r.tmax, t)
 	}
-	r.count = uint64(n)
-	if err := tx.Bucket(bucketDecisionRunList).Put(r.key(), r.value()); err != nil {
+	r.count = uint64(count)
+	if err := tx.Bucket(n.runList).Put(r.key(), r.value()); err != nil {
 		return err
 	}
-	ch.flushed = n
+	ch.flushed = count
 	ch.runs = append(ch.runs, r)
 	return nil
 }
 
 // newRun makes an empty run's bucket, not yet registered.
-func newRun(tx *bolt.Tx, level uint8) (runInfo, error) {
-	runs := tx.Bucket(bucketDecisionRuns)
+func (n *indexNames) newRun(tx *bolt.Tx, level uint8) (runInfo, error) {
+	runs := tx.Bucket(n.runs)
 	id, err := runs.NextSequence()
 	if err != nil {
 		return runInfo{}, err
@@ -405,7 +439,7 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 				continue
 			}
 			slices.Sort(ids) // the oldest first
-			out, err := newRun(tx, level+1)
+			out, err := ix.names.newRun(tx, level+1)
 			if err != nil {
 				return err
 			}
@@ -414,7 +448,7 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 	}
 	slices.SortFunc(merges, func(a, b *runMerge) int { return int(a.level) - int(b.level) })
 	var open []*runMerge
-	list := tx.Bucket(bucketDecisionRunList)
+	list := tx.Bucket(ix.names.runList)
 	// The merges' entries, in one buffer for the transaction: bbolt holds
 	// each until it commits.
 	arena := ix.arena[:0]
@@ -427,7 +461,7 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 			open = append(open, m)
 			continue
 		}
-		done, n, err := m.step(tx, budget, ix.pruned, &arena, &ix.heads)
+		done, n, err := m.step(tx, ix.names, budget, ix.pruned, &arena, &ix.heads)
 		if err != nil {
 			return err
 		}
@@ -466,8 +500,8 @@ func (m *runMerge) copy() *runMerge {
 // step writes at most budget entries of the merge to its output, in
 // ascending order of digest, leaving out those of decisions pruned, and
 // reports whether the inputs are exhausted and how many entries it read.
-func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64, arenap *[]byte, headsp *[]mergeHead) (bool, int, error) {
-	runs := tx.Bucket(bucketDecisionRuns)
+func (m *runMerge) step(tx *bolt.Tx, names *indexNames, budget int, pruned uint64, arenap *[]byte, headsp *[]mergeHead) (bool, int, error) {
+	runs := tx.Bucket(names.runs)
 	out := runs.Bucket(idKey(m.out))
 	if out == nil {
 		return false, 0, fmt.Errorf("store: the output %d of a merge of the index is not held", m.out)
@@ -543,7 +577,7 @@ func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64, arenap *[]byte, 
 // pruneRuns unregisters the runs whose decisions are all before the
 // instant and are no merge's inputs, and has them deleted.
 func (ix *digestIndex) pruneRuns(tx *bolt.Tx, ch *indexChange, before uint64) error {
-	list := tx.Bucket(bucketDecisionRunList)
+	list := tx.Bucket(ix.names.runList)
 	if before <= ix.pruned {
 		ch.pruned = before
 		return nil
