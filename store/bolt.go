@@ -60,9 +60,7 @@ type options struct {
 	pruneChunk  int
 	openTimeout time.Duration
 	index       digestIndex // its settings: flush, margin, fanIn, budget
-	// recordMargin is the records' index's margin (defaultRecordMargin).
-	recordMargin uint64
-	logFlush     int
+	logFlush    int
 	// noFreelistSync is bbolt's NoFreelistSync, for the measures of
 	// issue 30 (export_test.go): see Open.
 	noFreelistSync bool
@@ -113,7 +111,7 @@ var _ Store = (*Bolt)(nil)
 
 // Open opens, or creates, the store in the bbolt file at path.
 func Open(path string, opts ...Option) (*Bolt, error) {
-	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, recordMargin: defaultRecordMargin}
+	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush}
 	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
 	for _, f := range opts {
 		f(&o)
@@ -136,8 +134,8 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	s := &Bolt{db: db, chunk: o.pruneChunk, contexts: map[decisionContext]uint64{}, contextIDs: map[uint64]decisionContext{}}
 	s.ix.names = decisionIndex
 	s.ix.flush, s.ix.margin, s.ix.fanIn, s.ix.budget = o.index.flush, o.index.margin, o.index.fanIn, o.index.budget
-	s.rx.names, s.rx.now = recordIndex, wallMicros
-	s.rx.flush, s.rx.margin, s.rx.fanIn, s.rx.budget = o.index.flush, o.recordMargin, o.index.fanIn, o.index.budget
+	s.rx.names = recordIndex
+	s.rx.flush, s.rx.fanIn, s.rx.budget = o.index.flush, o.index.fanIn, o.index.budget
 	s.lg.flush, s.lg.margin = o.logFlush, o.index.margin
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -146,14 +144,14 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		migrated := false
+		var migrated [][indexEntrySize]byte
 		switch v := meta.Get(metaFormat); {
 		case v == nil:
 		case len(v) == 1 && v[0] == 1:
-			if err := migrateRecords(tx); err != nil {
+			var err error
+			if migrated, err = migrateRecords(tx); err != nil {
 				return fmt.Errorf("store: %s: moving its records to format %d: %w", path, fileFormat, err)
 			}
-			migrated = true
 		case len(v) != 1 || v[0] != fileFormat:
 			return fmt.Errorf("store: %s has format %x, not 1 or %d", path, v, fileFormat)
 		}
@@ -166,8 +164,8 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		if err := openIndex(tx, &s.rx); err != nil {
 			return fmt.Errorf("store: %s: %w", path, err)
 		}
-		if migrated {
-			if err := s.rx.migratedRun(tx); err != nil {
+		if len(migrated) > 0 {
+			if err := s.rx.migratedRun(tx, migrated); err != nil {
 				return fmt.Errorf("store: %s: %w", path, err)
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -17,18 +16,19 @@ import (
 )
 
 // A record's row is keyed by its end and digest, so that the records of a
-// period, which the hops post together as it ends, are appended to the
-// last pages of the bucket: keyed by digest alone (format 1), each record
-// rewrote and synced a page of its own, several times the cost of
+// period, which the hops post together as it ends, are written to a few
+// neighbouring pages of the bucket: keyed by digest alone (format 1), each
+// record rewrote and synced a page of its own, several times the cost of
 // checking its signature (issue 30). Records are found by digest (GET
 // /v1/records/{digest}) through an index kept as the decisions' is
-// (index.go), in buckets of its own.
+// (index.go), in buckets of its own, its newest entries pending in the
+// order they were put.
 var (
-	bucketRecordRows       = []byte("record_rows")          // end u64 BE ‖ digest → the WMH1 bytes
-	bucketRecordDigests    = []byte("record_digests")       // digest → end u64 BE, for a record behind the watermark
-	bucketRecordRuns       = []byte("record_runs")          // as decision_runs
-	bucketRecordRunList    = []byte("record_run_list")      // as decision_run_list
-	metaRecordIndexThrough = []byte("record_index_through") // rows with a key before this are indexed
+	bucketRecordRows    = []byte("record_rows")     // end u64 BE ‖ digest → the WMH1 bytes
+	bucketRecordDigests = []byte("record_digests")  // digest → end u64 BE, for a record put again after Prune
+	bucketRecordRuns    = []byte("record_runs")     // as decision_runs
+	bucketRecordRunList = []byte("record_run_list") // as decision_run_list
+	bucketRecordPending = []byte("record_pending")  // sequence u64 BE → digest ‖ end u64 BE
 
 	// bucketRecords is format 1's records bucket, digest → the WMH1
 	// bytes, which Open moves to record_rows (migrateRecords).
@@ -37,16 +37,8 @@ var (
 
 var recordIndex = &indexNames{
 	what: "record", rows: bucketRecordRows, digests: bucketRecordDigests,
-	runs: bucketRecordRuns, runList: bucketRecordRunList, through: metaRecordIndexThrough,
+	runs: bucketRecordRuns, runList: bucketRecordRunList, pending: bucketRecordPending,
 }
-
-// defaultRecordMargin is how far behind the latest end (or now, if
-// earlier) a cut of the records' index leaves its rows in the tail: a hop
-// posts a period's record as the period ends, so a record more than 30 s
-// late is rare, and is indexed on its own (record_digests), at the cost
-// of a page, as every record was in format 1. At 1 000 records a second
-// the tail, which a lookup by digest scans, holds some 30 000 rows.
-const defaultRecordMargin = 30_000_000 // µs
 
 // Sizes of a record_ends entry and a record's key.
 const (
@@ -59,9 +51,6 @@ const (
 func recordKey(dst []byte, end uint64, digest *sig.Hash) []byte {
 	return append(binary.BigEndian.AppendUint64(dst, end), digest[:]...)
 }
-
-// wallMicros is now in µs since the epoch, as a record's end.
-func wallMicros() uint64 { return uint64(time.Now().UnixMicro()) }
 
 // PutRecords stores the records not yet held, in one durable write, and
 // reports which were new. A record's digest covers its end (COMPANION §5),
@@ -76,7 +65,7 @@ func (s *Bolt) PutRecords(ctx context.Context, rs []Record) ([]bool, error) {
 	// caller's may be a request's, reused once it is answered.
 	size := 0
 	for i := range rs {
-		size += recordKeySize + recordEndKeySize + recordEndValSize + len(rs[i].Raw)
+		size += recordKeySize + recordEndKeySize + recordEndValSize + 8 + indexEntrySize + len(rs[i].Raw)
 	}
 	var ch indexChange
 	s.rx.mu.Lock()
@@ -85,8 +74,8 @@ func (s *Bolt) PutRecords(ctx context.Context, rs []Record) ([]bool, error) {
 		ch = indexChange{}
 		arena := make([]byte, 0, size)
 		rows, ends, digests := tx.Bucket(bucketRecordRows), tx.Bucket(bucketRecordEnds), tx.Bucket(bucketRecordDigests)
-		rows.FillPercent, ends.FillPercent = appendFill, appendFill
-		through := recordIndex.watermark(tx)
+		pending := tx.Bucket(bucketRecordPending)
+		rows.FillPercent, ends.FillPercent, pending.FillPercent = appendFill, appendFill, 1
 		for i := range rs {
 			r := &rs[i]
 			start := len(arena)
@@ -113,13 +102,24 @@ func (s *Bolt) PutRecords(ctx context.Context, rs []Record) ([]bool, error) {
 				return err
 			}
 			added[i] = true
-			if bytes.Compare(key, through) < 0 || r.End < s.rx.pruned {
-				// Behind the watermark, or before what Prune removed,
-				// which merges leave out: indexed on its own.
+			if r.End < s.rx.pruned {
+				// Before what Prune removed, which merges leave out:
+				// indexed on its own.
 				if err := digests.Put(key[8:], key[:8]); err != nil {
 					return err
 				}
 				continue
+			}
+			seq, err := pending.NextSequence()
+			if err != nil {
+				return err
+			}
+			start = len(arena)
+			arena = binary.BigEndian.AppendUint64(arena, seq)
+			arena = append(arena, r.Digest[:]...)
+			arena = binary.BigEndian.AppendUint64(arena, r.End)
+			if err := pending.Put(arena[start:start+8:start+8], arena[start+8:len(arena):len(arena)]); err != nil {
+				return err
 			}
 			ch.added++
 		}
@@ -209,14 +209,14 @@ func (s *Bolt) Records(ctx context.Context, room sig.Hash, since uint64, fn func
 // migrateRecords moves the records of a file of format 1, in the
 // transaction that opens it, from the records bucket (digest → WMH1) to
 // their rows (end ‖ digest → WMH1), in ascending order of key so that the
-// rows are written packed, and deletes the records bucket. The index by
-// digest is then empty with its watermark before every row: Open cuts it
-// (migratedRun). A record held but not in record_ends, which format 1
-// wrote together, fails the migration, and the file keeps format 1.
-func migrateRecords(tx *bolt.Tx) error {
+// rows are written packed, deletes the records bucket, and returns the
+// entries of the index by digest (migratedRun writes them). A record held
+// but not in record_ends, which format 1 wrote together, fails the
+// migration, and the file keeps format 1.
+func migrateRecords(tx *bolt.Tx) ([][indexEntrySize]byte, error) {
 	old := tx.Bucket(bucketRecords)
 	if old == nil {
-		return nil
+		return nil, nil
 	}
 	var keys [][recordKeySize]byte
 	err := tx.Bucket(bucketRecordEnds).ForEach(func(k, _ []byte) error {
@@ -227,52 +227,48 @@ func migrateRecords(tx *bolt.Tx) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slices.SortFunc(keys, func(a, b [recordKeySize]byte) int { return bytes.Compare(a[:], b[:]) })
 	rows := tx.Bucket(bucketRecordRows)
 	if k, _ := rows.Cursor().First(); k != nil {
-		return fmt.Errorf("format 1 with records in %s", bucketRecordRows)
+		return nil, fmt.Errorf("format 1 with records in %s", bucketRecordRows)
 	}
 	rows.FillPercent = 1 // written in ascending order
+	entries := make([][indexEntrySize]byte, len(keys))
 	for i := range keys {
 		k := keys[i][:]
 		v := old.Get(k[8:])
 		if v == nil {
-			return fmt.Errorf("record %x is indexed but not held", k[8:])
+			return nil, fmt.Errorf("record %x is indexed but not held", k[8:])
 		}
 		// v is the file's until the transaction ends, as Put needs.
 		if err := rows.Put(k, v); err != nil {
-			return err
+			return nil, err
 		}
+		copy(entries[i][:], k[8:])
+		copy(entries[i][sig.HashSize:], k[:8])
 	}
 	if n := old.Stats().KeyN; n != len(keys) {
-		return fmt.Errorf("%d records held, %d indexed", n, len(keys))
+		return nil, fmt.Errorf("%d records held, %d indexed", n, len(keys))
 	}
-	if err := tx.DeleteBucket(bucketRecords); err != nil {
-		return err
-	}
-	return tx.Bucket(bucketMeta).Put(metaRecordIndexThrough, []byte{})
+	return entries, tx.DeleteBucket(bucketRecords)
 }
 
-// migratedRun cuts the rows a migration left in the tail of the records'
-// index into a run, in the transaction that opens the file, and registers
-// it at the level its size would have reached by merges, so that merges do
-// not write its entries again soon.
-func (ix *digestIndex) migratedRun(tx *bolt.Tx) error {
+// migratedRun writes the index entries of the records a migration moved
+// as one run, in the transaction that opens the file, at the level its
+// size would have reached by merges, so that merges do not soon write its
+// entries again.
+func (ix *digestIndex) migratedRun(tx *bolt.Tx, entries [][indexEntrySize]byte) error {
+	level := uint8(0)
+	for size := uint64(ix.flush); size < uint64(len(entries)) && level < 254; size *= uint64(ix.fanIn) {
+		level++
+	}
 	var ch indexChange
-	if err := ix.cut(tx, &ch); err != nil {
+	if err := ix.writeRun(tx, &ch, entries, level); err != nil {
 		return err
 	}
-	for i := range ch.runs {
-		r := &ch.runs[i]
-		for size := uint64(ix.flush); size < r.count && r.level < 254; size *= uint64(ix.fanIn) {
-			r.level++
-		}
-		if err := tx.Bucket(ix.names.runList).Put(r.key(), r.value()); err != nil {
-			return err
-		}
-	}
+	ch.flushed = 0 // the pending entries are not these
 	ix.apply(&ch)
 	return nil
 }

@@ -15,12 +15,6 @@ import (
 	"github.com/waisteer/waisteer/internal/sig"
 )
 
-// withRecordMargin sets the records' index's margin (µs), small for the
-// tests.
-func withRecordMargin(margin uint64) Option {
-	return func(o *options) { o.recordMargin = margin }
-}
-
 // recordAt is a record of the room with its bytes and digest made from
 // its fields and a salt, as a hop's differ: the store reads none of them.
 func recordAt(room sig.Hash, hop byte, end uint64, salt uint64) Record {
@@ -91,25 +85,20 @@ func (ref refRecords) check(t *testing.T, s *Bolt, gone []Record, rooms []sig.Ha
 // TestRecordsByDigestAndEnd: records keyed by end and digest, with their
 // index by digest (bolt_records.go, issue 30), are found by digest and by
 // room and end as a brute-force reference holds them, through cuts and
-// merges of the index (a small flush and margin), records arriving late
-// (behind the watermark: indexed on their own), from a clock ahead (after
-// now: the cut stays behind now), duplicates within a group and across
-// groups, a reopen (the index's state read again), and Prune (records
-// before the cutoff gone, the others found; one put again after it is
-// found again). The store's invariants are checked when the test ends
-// (openTestBolt).
+// merges of the index (a small flush), records arriving late and in
+// descending order of end (a backlog), duplicates within a group and
+// across groups, a reopen (the index's state read again), and Prune
+// (records before the cutoff gone, the others found; one put again after
+// it is found again, through record_digests). The store's invariants are
+// checked when the test ends (openTestBolt).
 func TestRecordsByDigestAndEnd(t *testing.T) {
 	const sec = 1_000_000
 	path := filepath.Join(t.TempDir(), "waisteer.db")
-	opts := []Option{withIndex(64, 0, 4, 32), withRecordMargin(2 * sec), WithPruneChunk(50)}
+	opts := []Option{withIndex(64, 0, 4, 32), WithPruneChunk(50)}
 	s := openTestBolt(t, path, opts...)
 	rng := rand.New(rand.NewPCG(30, 1))
 	rooms := []sig.Hash{{1}, {2}, {3}}
-	// The server's clock is the hops' (a record is posted as its period
-	// ends), moved by the test.
-	now := wallMicros()
-	clock := now
-	s.rx.now = func() uint64 { return clock }
+	now := uint64(1_790_000_000_000_000)
 	ref := refRecords{}
 	var all []Record
 	put := func(rs []Record) {
@@ -135,7 +124,6 @@ func TestRecordsByDigestAndEnd(t *testing.T) {
 	}
 	for g := range 300 {
 		end := now + uint64(g)*sec/10 // ten groups a second of the hops' time
-		clock = end + sec/10
 		rs := make([]Record, 1+rng.IntN(20))
 		for i := range rs {
 			e := end + uint64(rng.IntN(sec/10))
@@ -159,32 +147,20 @@ func TestRecordsByDigestAndEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			s = openTestBolt(t, path, opts...)
-			s.rx.now = func() uint64 { return clock }
 		}
 	}
-	// The test reaches what it means to: merged runs, and late records
-	// indexed on their own.
+	// A backlog: records older than every other, in descending order of
+	// end, a group at a time.
+	for g := range 40 {
+		put([]Record{next(now - uint64(g+1)*sec), next(now - uint64(g+1)*sec)})
+	}
+	// The test reaches what it means to: merged runs, and no record
+	// indexed on its own before Prune.
 	if !slices.ContainsFunc(s.rx.runs, func(r runInfo) bool { return r.level > 0 }) {
 		t.Fatalf("runs %+v of the records' index: the test reaches no merge", s.rx.runs)
 	}
-	s.db.View(func(tx *bolt.Tx) error {
-		if n := tx.Bucket(bucketRecordDigests).Stats().KeyN; n == 0 {
-			t.Fatalf("no record is indexed on its own: the test puts none behind the watermark")
-		}
-		return nil
-	})
-	// A hop's clock an hour ahead: its record is held and found, and the
-	// others after it are not put behind the watermark for an hour.
-	clock = now + 31*sec
-	ahead := next(clock + 3600*sec)
-	put([]Record{ahead})
-	later := []Record{next(clock)}
-	put(later)
-	s.rx.mu.Lock()
-	behind := bytes.Compare(recordKey(nil, later[0].End, &later[0].Digest), recordIndex.watermarkOf(s)) < 0
-	s.rx.mu.Unlock()
-	if behind {
-		t.Errorf("a record at the latest hop time is behind the watermark after one an hour ahead")
+	if n := digestsHeld(s); n != 0 {
+		t.Fatalf("%d records indexed on their own before any Prune", n)
 	}
 	sinces := []uint64{0, now, now + 5*sec, now + 15*sec, now + 29*sec, now + 40*sec, 1<<64 - 1}
 	ref.check(t, s, nil, rooms, sinces)
@@ -210,21 +186,24 @@ func TestRecordsByDigestAndEnd(t *testing.T) {
 	// More groups, for merges past the pruned instant, then a pruned record
 	// put again (a hop's POST sent again).
 	for g := range 100 {
-		clock = now + 31*sec + uint64(g)*sec/10
-		put([]Record{next(clock), next(clock)})
+		end := now + 31*sec + uint64(g)*sec/10
+		put([]Record{next(end), next(end)})
 	}
 	put([]Record{gone[0]})
+	if n := digestsHeld(s); n != 1 {
+		t.Errorf("%d records indexed on their own, want 1: the one put again after Prune", n)
+	}
 	ref.check(t, s, gone, rooms, sinces)
 }
 
-// watermarkOf is the records' watermark as the file holds it.
-func (n *indexNames) watermarkOf(s *Bolt) []byte {
-	var w []byte
+// digestsHeld is the count of records indexed on their own.
+func digestsHeld(s *Bolt) int {
+	n := 0
 	s.db.View(func(tx *bolt.Tx) error {
-		w = clone(n.watermark(tx))
+		n = tx.Bucket(bucketRecordDigests).Stats().KeyN
 		return nil
 	})
-	return w
+	return n
 }
 
 // putRecordsFormat1 is format 1's PutRecords, as the store wrote records
@@ -280,15 +259,12 @@ func format1File(t *testing.T, path string, ev []Evidence, ds []Decision, rs []R
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketRecordRows, bucketRecordDigests, bucketRecordRuns, bucketRecordRunList} {
+		for _, name := range [][]byte{bucketRecordRows, bucketRecordDigests, bucketRecordRuns, bucketRecordRunList, bucketRecordPending} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if err := meta.Delete(metaRecordIndexThrough); err != nil {
-			return err
-		}
 		if err := meta.Put(metaFormat, []byte{1}); err != nil {
 			return err
 		}
@@ -308,8 +284,8 @@ func format1File(t *testing.T, path string, ev []Evidence, ds []Decision, rs []R
 // TestOpenMovesFormat1Records: a file of format 1 (records keyed by
 // digest) opens: its records move to rows keyed by end and digest in the
 // transaction that opens it, and read as they were written, by digest and
-// by room and end, the older ones through a run of the index and the
-// latest 30 s (the margin) through its tail; its decisions read as before;
+// by room and end, through one run of the index at the level merges
+// would have given it; its decisions read as before;
 // the file is of format 2 and opens again; its invariants hold
 // (openTestBolt). Issue 30.
 func TestOpenMovesFormat1Records(t *testing.T) {
@@ -318,7 +294,7 @@ func TestOpenMovesFormat1Records(t *testing.T) {
 	base, ev := indexBase(t)
 	ds := indexRows(base, 1, 40, base.T, 1000)
 	rooms := []sig.Hash{{1}, {2}}
-	first := wallMicros() - 3600*sec
+	first := uint64(1_790_000_000_000_000)
 	ref := refRecords{}
 	var rs []Record
 	for i := range 3000 {
@@ -332,19 +308,10 @@ func TestOpenMovesFormat1Records(t *testing.T) {
 	s := openTestBolt(t, path)
 	ref.check(t, s, []Record{recordAt(rooms[0], 0, first, 1<<40)}, rooms, []uint64{0, first + 100*sec, first + 299*sec, 1<<64 - 1})
 	found(t, s, ds)
-	var runs, want uint64
-	for _, r := range s.rx.runs {
-		runs += r.count
-	}
-	// The records of the latest margin (30 s) stay in the tail; the others
-	// are in one run.
-	for _, r := range ref {
-		if r.End < rs[2999].End-defaultRecordMargin {
-			want++
-		}
-	}
-	if len(s.rx.runs) != 1 || runs != want {
-		t.Errorf("the migrated index has %d runs of %d entries, want 1 of %d", len(s.rx.runs), runs, want)
+	// 3000 entries: 1024 at level 0, 8 192 at 1 (defaultIndexFlush and
+	// defaultIndexFanIn).
+	if want := (runInfo{level: 1, count: 3000, tmin: first, tmax: rs[2999].End}); len(s.rx.runs) != 1 || s.rx.runs[0].level != want.level || s.rx.runs[0].count != want.count || s.rx.runs[0].tmin != want.tmin || s.rx.runs[0].tmax != want.tmax {
+		t.Errorf("the migrated index has runs %+v, want one like %+v", s.rx.runs, want)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

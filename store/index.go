@@ -52,14 +52,21 @@ var (
 
 // indexNames names an index by digest and the rows it indexes, each keyed
 // t u64 BE ‖ digest: the decisions' (t their instant) and the records'
-// (t their end, bolt_records.go) are kept alike, each in buckets of its own.
+// (t their end, bolt_records.go) are kept alike, each in buckets of its
+// own, but for their newest entries. The decisions' are the tail of their
+// rows, which arrive in t order. Records arrive in no order of end that
+// the store can count on (a hop posting a backlog, or records older than
+// every other as the bench's are), so their newest entries are a bucket of
+// their own, pending, in the order they were put: a cut writes it as a
+// run and empties it, and a lookup scans it.
 type indexNames struct {
 	what    string // "decision" or "record", in errors
 	rows    []byte // the rows
-	digests []byte // digest → t u64 BE, for rows behind the watermark
+	digests []byte // digest → t u64 BE, for a row indexed on its own
 	runs    []byte // run id u64 BE → nested bucket: digest → t u64 BE
 	runList []byte // run id u64 BE → level u8 ‖ count u64 BE ‖ tmin u64 BE ‖ tmax u64 BE
-	through []byte // the meta key of the watermark
+	through []byte // the meta key of the watermark; nil with pending
+	pending []byte // sequence u64 BE → digest ‖ t u64 BE; nil: the tail of the rows
 }
 
 var decisionIndex = &indexNames{
@@ -119,9 +126,8 @@ func parseRunInfo(k, v []byte) (runInfo, error) {
 type digestIndex struct {
 	mu         sync.Mutex
 	names      *indexNames
-	now        func() uint64 // with it, a cut is behind now as well as the latest row (records')
-	flush      int           // rows in the tail that make a run
-	margin     uint64        // µs behind the latest t that a flush leaves in the tail
+	flush      int    // rows in the tail that make a run
+	margin     uint64 // µs behind the latest t that a flush leaves in the tail
 	fanIn      int
 	budget     int             // the least entries of merges a group commit writes
 	sinceFlush int             // rows added to the tail since the last run was cut, about
@@ -180,13 +186,16 @@ func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte,
 // indexes), and the unregistered runs, which are deleted.
 func openIndex(tx *bolt.Tx, ix *digestIndex) error {
 	n := ix.names
-	for _, name := range [][]byte{n.digests, n.runs, n.runList} {
+	for _, name := range [][]byte{n.digests, n.runs, n.runList, n.pending} {
+		if name == nil {
+			continue
+		}
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if meta.Get(n.through) == nil {
+	if n.pending == nil && meta.Get(n.through) == nil {
 		through := []byte{}
 		if k, _ := tx.Bucket(n.rows).Cursor().Last(); k != nil {
 			through = append(clone(k), 0) // after the last row
@@ -235,9 +244,13 @@ func openIndex(tx *bolt.Tx, ix *digestIndex) error {
 	}
 	// The tail's size, so that the next run is cut on time.
 	ix.sinceFlush = 0
-	c := tx.Bucket(n.rows).Cursor()
-	for k, _ := c.Seek(meta.Get(n.through)); k != nil; k, _ = c.Next() {
-		ix.sinceFlush++
+	if n.pending != nil {
+		ix.sinceFlush = tx.Bucket(n.pending).Stats().KeyN
+	} else {
+		c := tx.Bucket(n.rows).Cursor()
+		for k, _ := c.Seek(meta.Get(n.through)); k != nil; k, _ = c.Next() {
+			ix.sinceFlush++
+		}
 	}
 	ix.merges, ix.garbage, ix.busy = nil, nil, map[uint64]bool{}
 	return nil
@@ -255,7 +268,7 @@ func lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) {
 }
 
 // lookup finds the t of the row with the digest: in the digests bucket, in
-// the runs (newest first), then in the tail.
+// the runs (newest first), then in the pending entries or the tail.
 func (n *indexNames) lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) {
 	if v := tx.Bucket(n.digests).Get(digest[:]); v != nil {
 		if len(v) != 8 {
@@ -276,6 +289,15 @@ func (n *indexNames) lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) 
 			}
 			return binary.BigEndian.Uint64(v), true, nil
 		}
+	}
+	if n.pending != nil {
+		pc := tx.Bucket(n.pending).Cursor()
+		for _, v := pc.First(); v != nil; _, v = pc.Next() {
+			if len(v) == indexEntrySize && bytes.Equal(v[:sig.HashSize], digest[:]) {
+				return binary.BigEndian.Uint64(v[sig.HashSize:]), true, nil
+			}
+		}
+		return 0, false, nil
 	}
 	dc := tx.Bucket(n.rows).Cursor()
 	for k, _ := dc.Seek(n.watermark(tx)); k != nil; k, _ = dc.Next() {
@@ -316,20 +338,19 @@ func (ix *digestIndex) collect(tx *bolt.Tx, ch *indexChange) error {
 }
 
 // cut writes the tail's rows before the cut as a run of level 0 and moves
-// the watermark to the cut.
+// the watermark to the cut; or, with pending entries, writes them all as
+// the run and empties their bucket.
 func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 	n := ix.names
+	if n.pending != nil {
+		return ix.cutPending(tx, ch)
+	}
 	rows := tx.Bucket(n.rows)
 	last, _ := rows.Cursor().Last()
 	if last == nil {
 		return nil
 	}
 	latest := binary.BigEndian.Uint64(last)
-	if ix.now != nil {
-		// A row's t from a clock ahead would move the cut past the rows
-		// still on their way.
-		latest = min(latest, ix.now())
-	}
 	if latest <= ix.margin {
 		return nil
 	}
@@ -354,12 +375,48 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 	if err := tx.Bucket(bucketMeta).Put(n.through, cut); err != nil {
 		return err
 	}
+	return ix.writeRun(tx, ch, entries, 0)
+}
+
+// cutPending writes the pending entries as a run of level 0 and empties
+// their bucket.
+func (ix *digestIndex) cutPending(tx *bolt.Tx, ch *indexChange) error {
+	n := ix.names
+	entries := ix.entries[:0]
+	err := tx.Bucket(n.pending).ForEach(func(k, v []byte) error {
+		if len(v) != indexEntrySize {
+			return fmt.Errorf("store: a pending %s index entry of %d bytes", n.what, len(v))
+		}
+		entries = append(entries, [indexEntrySize]byte(v))
+		return nil
+	})
+	ix.entries = entries
+	if err != nil {
+		return err
+	}
+	// Emptied as a whole: its pages are freed, none rewritten.
+	if err := tx.DeleteBucket(n.pending); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(n.pending); err != nil {
+		return err
+	}
+	return ix.writeRun(tx, ch, entries, 0)
+}
+
+// writeRun writes entries (digest ‖ t), sorted here in place, as a run of
+// the level, and registers it; a digest given twice is one entry.
+func (ix *digestIndex) writeRun(tx *bolt.Tx, ch *indexChange, entries [][indexEntrySize]byte, level uint8) error {
+	n := ix.names
+	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:], b[:]) })
+	entries = slices.CompactFunc(entries, func(a, b [indexEntrySize]byte) bool {
+		return bytes.Equal(a[:sig.HashSize], b[:sig.HashSize])
+	})
 	count := len(entries)
 	if count == 0 {
 		return nil
 	}
-	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:sig.HashSize], b[:sig.HashSize]) })
-	r, err := n.newRun(tx, 0)
+	r, err := n.newRun(tx, level)
 	if err != nil {
 		return err
 	}

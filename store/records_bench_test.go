@@ -15,10 +15,19 @@ import (
 // second of one record each, written alone or lingering, issue 30):
 // wall time and the process's CPU per record. The records end a
 // millisecond apart, as a thousand a second of hops posting as their
-// periods end do.
+// periods end do; "older" puts each group before every record held, as
+// waisteer bench's records phase does (its records are of periods older
+// than any other phase's).
 func BenchmarkPutRecords(b *testing.B) {
-	for _, group := range []int{1, 25} {
-		b.Run("group="+strconv.Itoa(group), func(b *testing.B) {
+	for _, c := range []struct {
+		group int
+		older bool
+	}{{1, false}, {25, false}, {25, true}} {
+		name := "group=" + strconv.Itoa(c.group)
+		if c.older {
+			name += ",older"
+		}
+		b.Run(name, func(b *testing.B) {
 			st, err := Open(filepath.Join(b.TempDir(), "store.db"))
 			if err != nil {
 				b.Fatal(err)
@@ -27,29 +36,33 @@ func BenchmarkPutRecords(b *testing.B) {
 			ctx := context.Background()
 			room := sig.Hash{7}
 			n := uint64(0)
-			next := func(k int) []Record {
+			next := func(k int, older bool) []Record {
 				rs := make([]Record, k)
 				for i := range rs {
 					n++
 					var d sig.Hash
 					binary.LittleEndian.PutUint64(d[:], n*0x9e3779b97f4a7c15)
-					rs[i] = Record{Digest: d, Room: room, Start: n * 1000, End: n*1000 + 10_000_000, Raw: make([]byte, 330)}
+					end := 1e12 + n*1000
+					if older {
+						end = 1e12 - n*1000
+					}
+					rs[i] = Record{Digest: d, Room: room, Start: end - 10_000_000, End: end, Raw: make([]byte, 330)}
 				}
 				return rs
 			}
 			for range 200 {
-				if _, err := st.PutRecords(ctx, next(1000)); err != nil {
+				if _, err := st.PutRecords(ctx, next(1000, false)); err != nil {
 					b.Fatal(err)
 				}
 			}
 			cpu0 := cpuTime(b)
 			for b.Loop() {
-				if _, err := st.PutRecords(ctx, next(group)); err != nil {
+				if _, err := st.PutRecords(ctx, next(c.group, c.older)); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*group)/1e3, "µs/record")
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*group)/1e3, "cpu-µs/record")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.group)/1e3, "µs/record")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N*c.group)/1e3, "cpu-µs/record")
 		})
 	}
 }
