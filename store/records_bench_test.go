@@ -66,3 +66,39 @@ func BenchmarkPutRecords(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRecordByDigest: a record found by its digest (GET
+// /v1/records/{digest}) on a store of 200 000 records put in groups of
+// 25, through the records' index (its runs and its pending entries,
+// issue 30).
+func BenchmarkRecordByDigest(b *testing.B) {
+	st, err := Open(filepath.Join(b.TempDir(), "store.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	room := sig.Hash{7}
+	var held []sig.Hash
+	for g := range 8000 {
+		rs := make([]Record, 25)
+		for i := range rs {
+			n := uint64(g*25 + i + 1)
+			var d sig.Hash
+			binary.LittleEndian.PutUint64(d[:], n*0x9e3779b97f4a7c15)
+			end := 1e12 + n*1000
+			rs[i] = Record{Digest: d, Room: room, Start: end - 10_000_000, End: end, Raw: make([]byte, 330)}
+			held = append(held, d)
+		}
+		if _, err := st.PutRecords(ctx, rs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := st.Record(ctx, held[(i*7919)%len(held)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
