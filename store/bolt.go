@@ -16,7 +16,6 @@ var (
 	bucketRooms           = []byte("rooms")
 	bucketPolicies        = []byte("policies")
 	bucketActive          = []byte("active")
-	bucketRecords         = []byte("records")
 	bucketRecordEnds      = []byte("record_ends")
 	bucketDecisions       = []byte("decisions")
 	bucketDecisionDigests = []byte("decision_digests")
@@ -26,7 +25,7 @@ var (
 	bucketSnapshotBodies  = []byte("snapshot_bodies")
 
 	allBuckets = [][]byte{
-		bucketMeta, bucketRooms, bucketPolicies, bucketActive, bucketRecords,
+		bucketMeta, bucketRooms, bucketPolicies, bucketActive, bucketRecordRows,
 		bucketRecordEnds, bucketDecisions, bucketDecisionDigests, bucketContexts,
 		bucketContextIDs, bucketSnapshots, bucketSnapshotBodies,
 		bucketLogTiles, bucketLogSizes, bucketKeyEpochs,
@@ -34,6 +33,12 @@ var (
 
 	metaFormat = []byte("format")
 )
+
+// fileFormat is the file's format, in meta's "format". Format 1 kept the
+// records by digest; Open moves them to rows keyed by end and digest
+// (bolt_records.go), in the transaction that opens the file. A file of
+// format 2 does not open in a server of format 1, which refuses it.
+const fileFormat = 2
 
 // appendFill is the fill of buckets whose keys mostly arrive in ascending
 // order (decisions by t, snapshot bodies by id): a page split then leaves
@@ -93,6 +98,9 @@ type Bolt struct {
 
 	// ix is the index of decisions by digest (index.go).
 	ix digestIndex
+	// rx is the index of records by digest (bolt_records.go). Their
+	// writers hold rx.mu.
+	rx digestIndex
 	// lg is the rooms' logs (boltlog.go). Its writers hold ix.mu.
 	lg boltLog
 	// put is PutDecisions's scratch, reused under ix.mu.
@@ -124,7 +132,10 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &Bolt{db: db, chunk: o.pruneChunk, contexts: map[decisionContext]uint64{}, contextIDs: map[uint64]decisionContext{}}
+	s.ix.names = decisionIndex
 	s.ix.flush, s.ix.margin, s.ix.fanIn, s.ix.budget = o.index.flush, o.index.margin, o.index.fanIn, o.index.budget
+	s.rx.names = recordIndex
+	s.rx.flush, s.rx.fanIn, s.rx.budget = o.index.flush, o.index.fanIn, o.index.budget
 	s.lg.flush, s.lg.margin = o.logFlush, o.index.margin
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -133,16 +144,30 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		var migrated [][indexEntrySize]byte
 		switch v := meta.Get(metaFormat); {
 		case v == nil:
-			if err := meta.Put(metaFormat, []byte{formatVersion}); err != nil {
-				return err
+		case len(v) == 1 && v[0] == 1:
+			var err error
+			if migrated, err = migrateRecords(tx); err != nil {
+				return fmt.Errorf("store: %s: moving its records to format %d: %w", path, fileFormat, err)
 			}
-		case len(v) != 1 || v[0] != formatVersion:
-			return fmt.Errorf("store: %s has format %x, not %d", path, v, formatVersion)
+		case len(v) != 1 || v[0] != fileFormat:
+			return fmt.Errorf("store: %s has format %x, not 1 or %d", path, v, fileFormat)
+		}
+		if err := meta.Put(metaFormat, []byte{fileFormat}); err != nil {
+			return err
 		}
 		if err := openIndex(tx, &s.ix); err != nil {
 			return fmt.Errorf("store: %s: %w", path, err)
+		}
+		if err := openIndex(tx, &s.rx); err != nil {
+			return fmt.Errorf("store: %s: %w", path, err)
+		}
+		if len(migrated) > 0 {
+			if err := s.rx.migratedRun(tx, migrated); err != nil {
+				return fmt.Errorf("store: %s: %w", path, err)
+			}
 		}
 		err := tx.Bucket(bucketContextIDs).ForEach(func(k, v []byte) error {
 			c, ok := parseDecisionContext(v)

@@ -33,9 +33,14 @@ func (s *Bolt) pruneRecords(ctx context.Context, before uint64, st *PruneStats) 
 			return err
 		}
 		var victims [][]byte
+		var ch indexChange
+		s.rx.mu.Lock()
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			victims = victims[:0]
-			records, ends := tx.Bucket(bucketRecords), tx.Bucket(bucketRecordEnds)
+			victims, ch = victims[:0], indexChange{}
+			if err := s.rx.collect(tx, &ch); err != nil {
+				return err
+			}
+			rows, ends, digests := tx.Bucket(bucketRecordRows), tx.Bucket(bucketRecordEnds), tx.Bucket(bucketRecordDigests)
 			c := ends.Cursor()
 			k, _ := c.First()
 			if from != nil {
@@ -63,12 +68,26 @@ func (s *Bolt) pruneRecords(ctx context.Context, before uint64, st *PruneStats) 
 				if err := ends.Delete(v); err != nil {
 					return err
 				}
-				if err := records.Delete(v[sig.HashSize+8:]); err != nil {
+				if err := rows.Delete(v[sig.HashSize:]); err != nil {
+					return err
+				}
+				// Only a record indexed on its own is there; the runs'
+				// entries go with their runs or in merges (index.go).
+				if err := digests.Delete(v[sig.HashSize+8:]); err != nil {
 					return err
 				}
 			}
+			if from == nil {
+				// Every record before the instant is gone: the runs whose
+				// records all were go with the last of them.
+				return s.rx.pruneRuns(tx, &ch, before)
+			}
 			return nil
 		})
+		if err == nil {
+			s.rx.apply(&ch)
+		}
+		s.rx.mu.Unlock()
 		if err != nil {
 			return err
 		}

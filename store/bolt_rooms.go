@@ -1,9 +1,8 @@
 package store
 
-// Bolt's rooms, policies and records: their writes and reads.
+// Bolt's rooms and policies: their writes and reads.
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -128,104 +127,4 @@ func (s *Bolt) ActivePolicy(ctx context.Context, room sig.Hash) (digest sig.Hash
 		return nil
 	})
 	return digest, raw, err
-}
-
-// Sizes of a record_ends entry.
-const (
-	recordEndKeySize = sig.HashSize + 8 + sig.HashSize
-	recordEndValSize = sig.PublicKeySize + 8
-)
-
-// PutRecords stores the records not yet held, in one durable write, and
-// reports which were new.
-func (s *Bolt) PutRecords(ctx context.Context, rs []Record) ([]bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	added := make([]bool, len(rs))
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		records, ends := tx.Bucket(bucketRecords), tx.Bucket(bucketRecordEnds)
-		for i := range rs {
-			r := &rs[i]
-			if records.Get(r.Digest[:]) != nil {
-				added[i] = false
-				continue
-			}
-			if err := records.Put(clone(r.Digest[:]), clone(r.Raw)); err != nil {
-				return err
-			}
-			k := make([]byte, 0, recordEndKeySize)
-			k = append(k, r.Room[:]...)
-			k = binary.BigEndian.AppendUint64(k, r.End)
-			k = append(k, r.Digest[:]...)
-			v := make([]byte, 0, recordEndValSize)
-			v = append(v, r.Hop[:]...)
-			v = binary.BigEndian.AppendUint64(v, r.Start)
-			if err := ends.Put(k, v); err != nil {
-				return err
-			}
-			added[i] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return added, nil
-}
-
-// Record returns the WMH1 bytes of the record with the digest.
-func (s *Bolt) Record(ctx context.Context, digest sig.Hash) ([]byte, error) {
-	return s.get(ctx, bucketRecords, digest[:])
-}
-
-// Records calls fn for each record of the room whose end is after since, in
-// ascending order of end. It reads them in groups, each in its own read
-// transaction, and calls fn outside any: a long read transaction would hold
-// back the writers that grow the file.
-func (s *Bolt) Records(ctx context.Context, room sig.Hash, since uint64, fn func(Record) error) error {
-	if since == 1<<64-1 {
-		return ctx.Err() // no end is after it
-	}
-	seek := make([]byte, 0, recordEndKeySize+1)
-	seek = append(seek, room[:]...)
-	seek = binary.BigEndian.AppendUint64(seek, since+1)
-	batch := make([]Record, 0, recordsChunk)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		batch = batch[:0]
-		err := s.db.View(func(tx *bolt.Tx) error {
-			records := tx.Bucket(bucketRecords)
-			c := tx.Bucket(bucketRecordEnds).Cursor()
-			for k, v := c.Seek(seek); k != nil && len(batch) < recordsChunk && bytes.HasPrefix(k, room[:]); k, v = c.Next() {
-				if len(k) != recordEndKeySize || len(v) != recordEndValSize {
-					return fmt.Errorf("store: a record index entry of %d and %d bytes", len(k), len(v))
-				}
-				r := Record{Room: room, End: binary.BigEndian.Uint64(k[sig.HashSize:]), Start: binary.BigEndian.Uint64(v[sig.PublicKeySize:])}
-				copy(r.Digest[:], k[sig.HashSize+8:])
-				copy(r.Hop[:], v)
-				if r.Raw = clone(records.Get(r.Digest[:])); r.Raw == nil {
-					return fmt.Errorf("store: record %s is indexed but not held", r.Digest)
-				}
-				batch = append(batch, r)
-				// The next group starts after this key: the key with one
-				// more byte sorts after it and before any other.
-				seek = append(append(seek[:0], k...), 0)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range batch {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(batch) < recordsChunk {
-			return nil
-		}
-	}
 }

@@ -64,7 +64,8 @@
 // reference it, so that Prune removes it with the last of them. The file's
 // buckets:
 //
-//	meta              "format" → 1; "index_through" → the watermark of the
+//	meta              "format" → 2 (1: records kept by digest, which Open
+//	                  moves to record_rows); "index_through" → the watermark of the
 //	                  index by digest (index.go): rows keyed before it are in
 //	                  runs or in decision_digests; "secret/NAME" → a
 //	                  secret (Store.Secret)
@@ -72,8 +73,15 @@
 //	                  (else 0), u32 length and the descriptor, then the head
 //	policies          digest → the WSP1 bytes
 //	active            room id → the digest of its active policy
-//	records           digest → the WMH1 bytes
+//	record_rows       end u64 BE ‖ digest → the WMH1 bytes, so that the
+//	                  records of a period are written to a few pages
 //	record_ends       room id ‖ end u64 BE ‖ digest → hop 32 ‖ start u64
+//	record_pending    sequence u64 BE → digest ‖ end u64 BE: the records'
+//	                  index by digest's newest entries, in the order put
+//	record_runs,      the records' index by digest's runs, as decision_runs
+//	record_run_list   and decision_run_list
+//	record_digests    digest → end u64 BE, for a record put again after
+//	                  Prune removed the records before it
 //	decisions         the rows above
 //	decision_digests  digest → t u64 BE, for a decision that arrived behind
 //	                  the watermark (and every decision of a file written

@@ -90,7 +90,7 @@ func boltInvariants(s *Bolt) error {
 		if err != nil {
 			return err
 		}
-		if err := indexInvariants(tx, s); err != nil {
+		if err := indexInvariants(tx, s, &s.ix); err != nil {
 			return err
 		}
 		bodies := tx.Bucket(bucketSnapshotBodies)
@@ -115,20 +115,30 @@ func boltInvariants(s *Bolt) error {
 		if a, b := tx.Bucket(bucketSnapshots).Stats().KeyN, bodies.Stats().KeyN; a != b {
 			return fmt.Errorf("%d snapshots, %d bodies", a, b)
 		}
-		records := tx.Bucket(bucketRecords)
+		if err := indexInvariants(tx, s, &s.rx); err != nil {
+			return err
+		}
+		rows := tx.Bucket(bucketRecordRows)
 		indexed := 0
 		err = tx.Bucket(bucketRecordEnds).ForEach(func(k, v []byte) error {
 			indexed++
-			if records.Get(k[40:]) == nil {
+			if rows.Get(k[32:]) == nil {
 				return fmt.Errorf("record %x is indexed, not held", k[40:])
+			}
+			// Found by its digest at its end (bolt_records.go).
+			if end, found, err := recordIndex.lookup(tx, sig.Hash(k[40:])); err != nil || !found || end != binary.BigEndian.Uint64(k[32:]) {
+				return fmt.Errorf("record %x is indexed at %d (found %t, %v)", k[40:], end, found, err)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if n := records.Stats().KeyN; n != indexed {
+		if n := rows.Stats().KeyN; n != indexed {
 			return fmt.Errorf("%d records, %d indexed", n, indexed)
+		}
+		if tx.Bucket(bucketRecords) != nil {
+			return fmt.Errorf("format 1's records bucket is held")
 		}
 		return nil
 	})
@@ -299,22 +309,22 @@ func putAll(t testing.TB, s Store, ms []made, size int) {
 	}
 }
 
-// indexInvariants checks the index of decisions by digest (index.go): the
+// indexInvariants checks an index by digest (index.go), ix: the
 // runs the file lists are those the store has in memory, each held with as
 // many entries as listed, all in the run's span of t; and no run is held
 // that is neither listed, nor a merge's output, nor waiting to be deleted.
-func indexInvariants(tx *bolt.Tx, s *Bolt) error {
-	s.ix.mu.Lock()
-	defer s.ix.mu.Unlock()
-	runs := tx.Bucket(bucketDecisionRuns)
+func indexInvariants(tx *bolt.Tx, s *Bolt, ix *digestIndex) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	runs := tx.Bucket(ix.names.runs)
 	listed := map[uint64]bool{}
-	err := tx.Bucket(bucketDecisionRunList).ForEach(func(k, v []byte) error {
+	err := tx.Bucket(ix.names.runList).ForEach(func(k, v []byte) error {
 		r, err := parseRunInfo(k, v)
 		if err != nil {
 			return err
 		}
 		listed[r.id] = true
-		if !slices.ContainsFunc(s.ix.runs, func(m runInfo) bool { return m == r }) {
+		if !slices.ContainsFunc(ix.runs, func(m runInfo) bool { return m == r }) {
 			return fmt.Errorf("run %+v is listed, the store does not have it", r)
 		}
 		sub := runs.Bucket(k)
@@ -340,12 +350,12 @@ func indexInvariants(tx *bolt.Tx, s *Bolt) error {
 	if err != nil {
 		return err
 	}
-	if len(listed) != len(s.ix.runs) {
-		return fmt.Errorf("%d runs listed, the store has %d", len(listed), len(s.ix.runs))
+	if len(listed) != len(ix.runs) {
+		return fmt.Errorf("%d runs listed, the store has %d", len(listed), len(ix.runs))
 	}
 	return runs.ForEach(func(k, _ []byte) error {
 		id := binary.BigEndian.Uint64(k)
-		if !listed[id] && !slices.Contains(s.ix.garbage, id) && !slices.ContainsFunc(s.ix.merges, func(m *runMerge) bool { return m.out == id }) {
+		if !listed[id] && !slices.Contains(ix.garbage, id) && !slices.ContainsFunc(ix.merges, func(m *runMerge) bool { return m.out == id }) {
 			return fmt.Errorf("run %d is held, neither listed nor a merge's output nor garbage", id)
 		}
 		return nil

@@ -50,6 +50,30 @@ var (
 	metaIndexThrough      = []byte("index_through")     // rows with a key before this are indexed
 )
 
+// indexNames names an index by digest and the rows it indexes, each keyed
+// t u64 BE ‖ digest: the decisions' (t their instant) and the records'
+// (t their end, bolt_records.go) are kept alike, each in buckets of its
+// own, but for their newest entries. The decisions' are the tail of their
+// rows, which arrive in t order. Records arrive in no order of end that
+// the store can count on (a hop posting a backlog, or records older than
+// every other as the bench's are), so their newest entries are a bucket of
+// their own, pending, in the order they were put: a cut writes it as a
+// run and empties it, and a lookup scans it.
+type indexNames struct {
+	what    string // "decision" or "record", in errors
+	rows    []byte // the rows
+	digests []byte // digest → t u64 BE, for a row indexed on its own
+	runs    []byte // run id u64 BE → nested bucket: digest → t u64 BE
+	runList []byte // run id u64 BE → level u8 ‖ count u64 BE ‖ tmin u64 BE ‖ tmax u64 BE
+	through []byte // the meta key of the watermark; nil with pending
+	pending []byte // sequence u64 BE → digest ‖ t u64 BE; nil: the tail of the rows
+}
+
+var decisionIndex = &indexNames{
+	what: "decision", rows: bucketDecisions, digests: bucketDecisionDigests,
+	runs: bucketDecisionRuns, runList: bucketDecisionRunList, through: metaIndexThrough,
+}
+
 // Defaults of the index: a run is written per 1024 decisions, a decision
 // must reach the store within 250 ms of its t not to arrive behind the
 // watermark, 8 runs of a level are merged, and a group commit writes at
@@ -101,6 +125,7 @@ func parseRunInfo(k, v []byte) (runInfo, error) {
 // and the update of this state after it commits.
 type digestIndex struct {
 	mu         sync.Mutex
+	names      *indexNames
 	flush      int    // rows in the tail that make a run
 	margin     uint64 // µs behind the latest t that a flush leaves in the tail
 	fanIn      int
@@ -160,24 +185,28 @@ func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte,
 // for a file written before the runs existed, whose rows decision_digests
 // indexes), and the unregistered runs, which are deleted.
 func openIndex(tx *bolt.Tx, ix *digestIndex) error {
-	for _, name := range [][]byte{bucketDecisionRuns, bucketDecisionRunList} {
+	n := ix.names
+	for _, name := range [][]byte{n.digests, n.runs, n.runList, n.pending} {
+		if name == nil {
+			continue
+		}
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if meta.Get(metaIndexThrough) == nil {
+	if n.pending == nil && meta.Get(n.through) == nil {
 		through := []byte{}
-		if k, _ := tx.Bucket(bucketDecisions).Cursor().Last(); k != nil {
+		if k, _ := tx.Bucket(n.rows).Cursor().Last(); k != nil {
 			through = append(clone(k), 0) // after the last row
 		}
-		if err := meta.Put(metaIndexThrough, through); err != nil {
+		if err := meta.Put(n.through, through); err != nil {
 			return err
 		}
 	}
 	ix.runs = ix.runs[:0]
 	registered := map[uint64]bool{}
-	err := tx.Bucket(bucketDecisionRunList).ForEach(func(k, v []byte) error {
+	err := tx.Bucket(n.runList).ForEach(func(k, v []byte) error {
 		r, err := parseRunInfo(k, v)
 		if err != nil {
 			return err
@@ -189,11 +218,11 @@ func openIndex(tx *bolt.Tx, ix *digestIndex) error {
 	if err != nil {
 		return err
 	}
-	runs := tx.Bucket(bucketDecisionRuns)
+	runs := tx.Bucket(n.runs)
 	var orphans [][]byte
 	err = runs.ForEach(func(k, v []byte) error {
 		if v != nil || len(k) != 8 {
-			return fmt.Errorf("store: decision_runs holds a key of %d bytes that is not a run", len(k))
+			return fmt.Errorf("store: %s holds a key of %d bytes that is not a run", n.runs, len(k))
 		}
 		if !registered[binary.BigEndian.Uint64(k)] {
 			orphans = append(orphans, clone(k))
@@ -210,47 +239,68 @@ func openIndex(tx *bolt.Tx, ix *digestIndex) error {
 	}
 	for _, r := range ix.runs {
 		if runs.Bucket(r.key()) == nil {
-			return fmt.Errorf("store: run %d of the index is listed but not held", r.id)
+			return fmt.Errorf("store: run %d of the %ss' index is listed but not held", r.id, n.what)
 		}
 	}
 	// The tail's size, so that the next run is cut on time.
 	ix.sinceFlush = 0
-	c := tx.Bucket(bucketDecisions).Cursor()
-	for k, _ := c.Seek(meta.Get(metaIndexThrough)); k != nil; k, _ = c.Next() {
-		ix.sinceFlush++
+	if n.pending != nil {
+		ix.sinceFlush = tx.Bucket(n.pending).Stats().KeyN
+	} else {
+		c := tx.Bucket(n.rows).Cursor()
+		for k, _ := c.Seek(meta.Get(n.through)); k != nil; k, _ = c.Next() {
+			ix.sinceFlush++
+		}
 	}
 	ix.merges, ix.garbage, ix.busy = nil, nil, map[uint64]bool{}
 	return nil
 }
 
-// indexThrough is the watermark as the transaction sees it.
-func indexThrough(tx *bolt.Tx) []byte { return tx.Bucket(bucketMeta).Get(metaIndexThrough) }
+// indexThrough is the decisions' watermark as the transaction sees it.
+func indexThrough(tx *bolt.Tx) []byte { return decisionIndex.watermark(tx) }
 
-// lookup finds the t of the decision with the digest: in decision_digests,
-// in the runs (newest first), then in the tail.
+// watermark is the index's watermark as the transaction sees it.
+func (n *indexNames) watermark(tx *bolt.Tx) []byte { return tx.Bucket(bucketMeta).Get(n.through) }
+
+// lookup finds the t of the decision with the digest (decisionIndex.lookup).
 func lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) {
-	if v := tx.Bucket(bucketDecisionDigests).Get(digest[:]); v != nil {
+	return decisionIndex.lookup(tx, digest)
+}
+
+// lookup finds the t of the row with the digest: in the digests bucket, in
+// the runs (newest first), then in the pending entries or the tail.
+func (n *indexNames) lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) {
+	if v := tx.Bucket(n.digests).Get(digest[:]); v != nil {
 		if len(v) != 8 {
-			return 0, false, fmt.Errorf("store: decision %s's t has %d bytes", digest, len(v))
+			return 0, false, fmt.Errorf("store: %s %s's t has %d bytes", n.what, digest, len(v))
 		}
 		return binary.BigEndian.Uint64(v), true, nil
 	}
-	runs := tx.Bucket(bucketDecisionRuns)
-	c := tx.Bucket(bucketDecisionRunList).Cursor()
+	runs := tx.Bucket(n.runs)
+	c := tx.Bucket(n.runList).Cursor()
 	for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
 		sub := runs.Bucket(k)
 		if sub == nil {
-			return 0, false, fmt.Errorf("store: run %x of the index is listed but not held", k)
+			return 0, false, fmt.Errorf("store: run %x of the %ss' index is listed but not held", k, n.what)
 		}
 		if v := sub.Get(digest[:]); v != nil {
 			if len(v) != 8 {
-				return 0, false, fmt.Errorf("store: decision %s's t has %d bytes in run %x", digest, len(v), k)
+				return 0, false, fmt.Errorf("store: %s %s's t has %d bytes in run %x", n.what, digest, len(v), k)
 			}
 			return binary.BigEndian.Uint64(v), true, nil
 		}
 	}
-	dc := tx.Bucket(bucketDecisions).Cursor()
-	for k, _ := dc.Seek(indexThrough(tx)); k != nil; k, _ = dc.Next() {
+	if n.pending != nil {
+		pc := tx.Bucket(n.pending).Cursor()
+		for _, v := pc.First(); v != nil; _, v = pc.Next() {
+			if len(v) == indexEntrySize && bytes.Equal(v[:sig.HashSize], digest[:]) {
+				return binary.BigEndian.Uint64(v[sig.HashSize:]), true, nil
+			}
+		}
+		return 0, false, nil
+	}
+	dc := tx.Bucket(n.rows).Cursor()
+	for k, _ := dc.Seek(n.watermark(tx)); k != nil; k, _ = dc.Next() {
 		if len(k) == 8+sig.HashSize && bytes.Equal(k[8:], digest[:]) {
 			return binary.BigEndian.Uint64(k), true, nil
 		}
@@ -280,7 +330,7 @@ func (ix *digestIndex) collect(tx *bolt.Tx, ch *indexChange) error {
 	if len(ix.garbage) == 0 || ch.collected > 0 {
 		return nil
 	}
-	if err := tx.Bucket(bucketDecisionRuns).DeleteBucket(idKey(ix.garbage[0])); err != nil {
+	if err := tx.Bucket(ix.names.runs).DeleteBucket(idKey(ix.garbage[0])); err != nil {
 		return err
 	}
 	ch.collected = 1
@@ -288,10 +338,15 @@ func (ix *digestIndex) collect(tx *bolt.Tx, ch *indexChange) error {
 }
 
 // cut writes the tail's rows before the cut as a run of level 0 and moves
-// the watermark to the cut.
+// the watermark to the cut; or, with pending entries, writes them all as
+// the run and empties their bucket.
 func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
-	decisions := tx.Bucket(bucketDecisions)
-	last, _ := decisions.Cursor().Last()
+	n := ix.names
+	if n.pending != nil {
+		return ix.cutPending(tx, ch)
+	}
+	rows := tx.Bucket(n.rows)
+	last, _ := rows.Cursor().Last()
 	if last == nil {
 		return nil
 	}
@@ -300,16 +355,16 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 		return nil
 	}
 	cut := binary.BigEndian.AppendUint64(make([]byte, 0, 8), latest-ix.margin)
-	through := indexThrough(tx)
+	through := n.watermark(tx)
 	if bytes.Compare(cut, through) <= 0 {
 		return nil
 	}
 	// The entries, digest ‖ t, in a reused buffer sorted in place.
 	entries := ix.entries[:0]
-	c := decisions.Cursor()
+	c := rows.Cursor()
 	for k, _ := c.Seek(through); k != nil && bytes.Compare(k, cut) < 0; k, _ = c.Next() {
 		if len(k) != 8+sig.HashSize {
-			return fmt.Errorf("store: a decision key of %d bytes", len(k))
+			return fmt.Errorf("store: a %s key of %d bytes", n.what, len(k))
 		}
 		var e [indexEntrySize]byte
 		copy(e[:], k[8:])
@@ -317,19 +372,55 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 		entries = append(entries, e)
 	}
 	ix.entries = entries
-	if err := tx.Bucket(bucketMeta).Put(metaIndexThrough, cut); err != nil {
+	if err := tx.Bucket(bucketMeta).Put(n.through, cut); err != nil {
 		return err
 	}
-	n := len(entries)
-	if n == 0 {
+	return ix.writeRun(tx, ch, entries, 0)
+}
+
+// cutPending writes the pending entries as a run of level 0 and empties
+// their bucket.
+func (ix *digestIndex) cutPending(tx *bolt.Tx, ch *indexChange) error {
+	n := ix.names
+	entries := ix.entries[:0]
+	err := tx.Bucket(n.pending).ForEach(func(k, v []byte) error {
+		if len(v) != indexEntrySize {
+			return fmt.Errorf("store: a pending %s index entry of %d bytes", n.what, len(v))
+		}
+		entries = append(entries, [indexEntrySize]byte(v))
 		return nil
-	}
-	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:sig.HashSize], b[:sig.HashSize]) })
-	r, err := newRun(tx, 0)
+	})
+	ix.entries = entries
 	if err != nil {
 		return err
 	}
-	sub := tx.Bucket(bucketDecisionRuns).Bucket(r.key())
+	// Emptied as a whole: its pages are freed, none rewritten.
+	if err := tx.DeleteBucket(n.pending); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(n.pending); err != nil {
+		return err
+	}
+	return ix.writeRun(tx, ch, entries, 0)
+}
+
+// writeRun writes entries (digest ‖ t), sorted here in place, as a run of
+// the level, and registers it; a digest given twice is one entry.
+func (ix *digestIndex) writeRun(tx *bolt.Tx, ch *indexChange, entries [][indexEntrySize]byte, level uint8) error {
+	n := ix.names
+	slices.SortFunc(entries, func(a, b [indexEntrySize]byte) int { return bytes.Compare(a[:], b[:]) })
+	entries = slices.CompactFunc(entries, func(a, b [indexEntrySize]byte) bool {
+		return bytes.Equal(a[:sig.HashSize], b[:sig.HashSize])
+	})
+	count := len(entries)
+	if count == 0 {
+		return nil
+	}
+	r, err := n.newRun(tx, level)
+	if err != nil {
+		return err
+	}
+	sub := tx.Bucket(n.runs).Bucket(r.key())
 	sub.FillPercent = 1 // written in ascending order, never inserted into
 	r.tmin, r.tmax = ^uint64(0), 0
 	for i := range entries {
@@ -340,18 +431,18 @@ func (ix *digestIndex) cut(tx *bolt.Tx, ch *indexChange) error {
 		t := binary.BigEndian.Uint64(e[sig.HashSize:])
 		r.tmin, r.tmax = min(r.tmin, t), max(r.tmax, t)
 	}
-	r.count = uint64(n)
-	if err := tx.Bucket(bucketDecisionRunList).Put(r.key(), r.value()); err != nil {
+	r.count = uint64(count)
+	if err := tx.Bucket(n.runList).Put(r.key(), r.value()); err != nil {
 		return err
 	}
-	ch.flushed = n
+	ch.flushed = count
 	ch.runs = append(ch.runs, r)
 	return nil
 }
 
 // newRun makes an empty run's bucket, not yet registered.
-func newRun(tx *bolt.Tx, level uint8) (runInfo, error) {
-	runs := tx.Bucket(bucketDecisionRuns)
+func (n *indexNames) newRun(tx *bolt.Tx, level uint8) (runInfo, error) {
+	runs := tx.Bucket(n.runs)
 	id, err := runs.NextSequence()
 	if err != nil {
 		return runInfo{}, err
@@ -405,7 +496,7 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 				continue
 			}
 			slices.Sort(ids) // the oldest first
-			out, err := newRun(tx, level+1)
+			out, err := ix.names.newRun(tx, level+1)
 			if err != nil {
 				return err
 			}
@@ -414,7 +505,7 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 	}
 	slices.SortFunc(merges, func(a, b *runMerge) int { return int(a.level) - int(b.level) })
 	var open []*runMerge
-	list := tx.Bucket(bucketDecisionRunList)
+	list := tx.Bucket(ix.names.runList)
 	// The merges' entries, in one buffer for the transaction: bbolt holds
 	// each until it commits.
 	arena := ix.arena[:0]
@@ -427,7 +518,7 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 			open = append(open, m)
 			continue
 		}
-		done, n, err := m.step(tx, budget, ix.pruned, &arena, &ix.heads)
+		done, n, err := m.step(tx, ix.names, budget, ix.pruned, &arena, &ix.heads)
 		if err != nil {
 			return err
 		}
@@ -466,8 +557,8 @@ func (m *runMerge) copy() *runMerge {
 // step writes at most budget entries of the merge to its output, in
 // ascending order of digest, leaving out those of decisions pruned, and
 // reports whether the inputs are exhausted and how many entries it read.
-func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64, arenap *[]byte, headsp *[]mergeHead) (bool, int, error) {
-	runs := tx.Bucket(bucketDecisionRuns)
+func (m *runMerge) step(tx *bolt.Tx, names *indexNames, budget int, pruned uint64, arenap *[]byte, headsp *[]mergeHead) (bool, int, error) {
+	runs := tx.Bucket(names.runs)
 	out := runs.Bucket(idKey(m.out))
 	if out == nil {
 		return false, 0, fmt.Errorf("store: the output %d of a merge of the index is not held", m.out)
@@ -543,7 +634,7 @@ func (m *runMerge) step(tx *bolt.Tx, budget int, pruned uint64, arenap *[]byte, 
 // pruneRuns unregisters the runs whose decisions are all before the
 // instant and are no merge's inputs, and has them deleted.
 func (ix *digestIndex) pruneRuns(tx *bolt.Tx, ch *indexChange, before uint64) error {
-	list := tx.Bucket(bucketDecisionRunList)
+	list := tx.Bucket(ix.names.runList)
 	if before <= ix.pruned {
 		ch.pruned = before
 		return nil

@@ -321,7 +321,16 @@ func (h *Room) addRecords(es []evidence.Entry) {
 		r = rk.r
 	}
 	changed := false
+	// A record that starts before the horizon is in the window of no
+	// decision from now on (§5.1): the next ranking would forget it (rank),
+	// and adding it meanwhile costs an insertion before the hop's other
+	// records and a refresh, for nothing. It is in the store, as the
+	// records rank forgot are.
+	horizon := evidence.ForgetHorizon(st.policy, h.d.Clock())
 	for _, e := range es {
+		if e.Record.Start < horizon {
+			continue
+		}
 		// The key log may have changed since the record was checked.
 		if st.room.MaySignRecord(e.Record.Hop, e.Record.Class) != nil {
 			continue

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +238,75 @@ func TestRecordsPostFraming(t *testing.T) {
 	}
 	req.Header.Set("Expect", "100-continue")
 	check("100-continue", req, len(e.sc.Records)-4)
+}
+
+// TestFastRecordsSameAnswers: a hop's POST of records, which serveFast
+// answers on fasthttp's own request (serveFastRecords, issue 30), is
+// answered as Handler answers it, whatever its records, media type,
+// encoding, room and target; a target serveFast leaves (a query, a dot or
+// empty segment, another path) goes through the adaptor, with the same
+// answer.
+func TestFastRecordsSameAnswers(t *testing.T) {
+	std, fast := newFuzzEnv(t, false), newFuzzEnv(t, false)
+	room := std.room()
+	at := "/v1/rooms/" + room + "/records"
+	recs := std.sc.Records
+	both := bytes.Join(recs[1:3], nil)
+	octet := "Content-Type: application/octet-stream\r\n"
+	for _, c := range []struct {
+		target, header string
+		body           []byte
+	}{
+		{at, octet, recs[0]},
+		{at, octet, recs[0]}, // held already: a duplicate
+		{at, "", both},
+		{at, octet, append(slices.Clone(recs[3]), "WMH1"...)},
+		{at, octet, []byte{}},
+		{at, "Content-Type: application/octet-stream; x=1\r\n", recs[4]},
+		{at, "Content-Type: application/json\r\n", recs[5]},
+		// Two Content-Type lines are left out: fasthttp keeps the last,
+		// net/http reads the first, through the adaptor as on this path.
+		{at, "Content-Encoding: gzip\r\n", recs[5]},
+		{at, "Content-Encoding: identity\r\n", recs[6]},
+		{at + "?x=1", octet, recs[7]},
+		{"/v1/rooms/" + std.sc.Policy.Digest().String() + "/records", octet, recs[7]},
+		{"/v1/rooms/./records", octet, recs[7]},
+		{"/v1/rooms/../records", octet, recs[7]},
+		{"/v1/rooms//records", octet, recs[7]},
+		{at + "/", octet, recs[7]},
+		{"/v1/rooms/" + room + "/x/records", octet, recs[7]},
+	} {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: steer.example\r\n%sContent-Length: %d\r\n\r\n", c.target, c.header, len(c.body))
+		b.Write(c.body)
+		if !answerBoth(t, std, fast, b.Bytes()) {
+			t.Fatalf("%.300q does not read on both", b.Bytes())
+		}
+	}
+}
+
+// TestRecordsRoom: the paths serveFastRecords takes are those ServeMux
+// matches to POST /v1/rooms/{room}/records and cleanPath passes.
+func TestRecordsRoom(t *testing.T) {
+	for _, c := range []struct {
+		path, room string
+		ok         bool
+	}{
+		{"/v1/rooms/abc/records", "abc", true},
+		{"/v1/rooms/a.b/records", "a.b", true},
+		{"/v1/rooms/.../records", "...", true},
+		{"/v1/rooms/./records", "", false},
+		{"/v1/rooms/../records", "", false},
+		{"/v1/rooms//records", "", false},
+		{"/v1/rooms/a/b/records", "", false},
+		{"/v1/rooms/a/records/", "", false},
+		{"/v1/rooms/records", "", false},
+		{"/v1/room/a/records", "", false},
+		{"/x/v1/rooms/a/records", "", false},
+	} {
+		room, ok := recordsRoom([]byte(c.path))
+		if ok != c.ok || string(room) != c.room {
+			t.Errorf("%q: %q, %t; want %q, %t", c.path, room, ok, c.room, c.ok)
+		}
+	}
 }

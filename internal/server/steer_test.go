@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/evidence"
 	"github.com/waisteer/waisteer/internal/scenario"
+	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report"
 )
@@ -308,6 +310,52 @@ func TestRecordUpdatesEvidenceAtOnce(t *testing.T) {
 	d, _ = e.audit(m)
 	if d.Pathways[1].Status.String() != "figure" || m.Priority[0] != "b" {
 		t.Errorf("with b's last period: %s, b %s", m.raw, d.Pathways[1].Status)
+	}
+}
+
+// TestRecordBeforeHorizonStoredNotIndexed: a record that starts before the
+// room's forget horizon (a period before the window's start, §5.1) is
+// accepted and stored, and served by its digest, but kept out of the
+// room's evidence index, which the next ranking would drop it from
+// (evidence.ForgetHorizon, issue 30); a record of the window is in it.
+func TestRecordBeforeHorizonStoredNotIndexed(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, false)
+	e.clock.Store(t0 + scenario.Period) // window [2P, 7P), horizon P: period 0 is before it
+	var old, current [][]byte
+	for _, raw := range e.sc.Records {
+		r, err := evidence.ParseRecord(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Start < scenario.Period {
+			old = append(old, raw)
+		} else {
+			current = append(current, raw)
+		}
+	}
+	if len(old) == 0 || len(current) == 0 {
+		t.Fatalf("%d records before the horizon, %d after: the test needs both", len(old), len(current))
+	}
+	for _, r := range e.postRecords(e.sc.Records, http.StatusOK).Results {
+		if r.Outcome != "accepted" {
+			t.Fatalf("record %d: %+v", r.Index, r)
+		}
+	}
+	indexed := map[sig.Hash]bool{}
+	e.srv.hubs[e.sc.Room.ID()].EachHop(0, 1<<64-1, func(_ string, _ sig.PublicKey, es []evidence.Entry) {
+		for _, x := range es {
+			indexed[x.Digest] = true
+		}
+	})
+	for i, raw := range append(slices.Clone(old), current...) {
+		r, _ := evidence.ParseRecord(raw)
+		d := r.Digest()
+		if resp, body := e.get("/v1/records/" + d.String()); resp.StatusCode != http.StatusOK || !bytes.Equal(body, raw) {
+			t.Errorf("GET record %d (%s): %d", i, d, resp.StatusCode)
+		}
+		if want := i >= len(old); indexed[d] != want {
+			t.Errorf("record %d in the room's index: %t, want %t", i, indexed[d], want)
+		}
 	}
 }
 
