@@ -101,6 +101,8 @@ type benchServersRow struct {
 	check    benchCheck // the phase: 200s (the servers' counters), decisions stored, answers read
 
 	cpuServers, cpuPG time.Duration // over the phase
+	cpuGen            time.Duration // the load generators' (wrk's and this process's)
+	cpuBusy           time.Duration // the whole machine's, from /proc/stat
 	cpuOK             bool
 	idle, steal       float64 // the machine's shares over the phase
 
@@ -348,7 +350,7 @@ func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n
 		row.players += len(l.players)
 	}
 	if b.o.Warmup > 0 {
-		if _, err := b.drive(ctx, g.loads, b.o.Warmup); err != nil {
+		if _, _, err := b.drive(ctx, g.loads, b.o.Warmup); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -357,9 +359,10 @@ func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n
 	if err != nil {
 		return nil, err
 	}
-	stats0, cpu0 := readProcStats("/proc"), benchCPUTimesNow()
-	phs, err := b.drive(ctx, g.loads, b.o.Duration)
-	stats1, cpu1 := readProcStats("/proc"), benchCPUTimesNow()
+	stats0, cpu0, self0 := readProcStats("/proc"), benchCPUTimesNow(), selfCPU()
+	phs, wrkCPU, err := b.drive(ctx, g.loads, b.o.Duration)
+	stats1, cpu1, self1 := readProcStats("/proc"), benchCPUTimesNow(), selfCPU()
+	row.cpuGen = wrkCPU + self1 - self0
 	if err != nil {
 		return nil, err
 	}
@@ -387,6 +390,7 @@ func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n
 		if total > 0 {
 			row.steal = float64(cpu1.steal-cpu0.steal) / total
 		}
+		row.cpuBusy = time.Duration(cpu1.busy-cpu0.busy) * benchTick
 	}
 	b.logf("%s: %s answers/s, p99 %s, CPU %s per decision (servers %s, PostgreSQL %s), %.0f bytes per decision",
 		row.name(), benchRate(row.rate), benchDur(row.p99), benchDur(row.cpuPer()), benchDur(benchPer(row.cpuServers, row.check.answered)),
@@ -463,16 +467,18 @@ func (row *benchServersRow) measured(phs []benchPhase, g *benchGroup, before, af
 	row.groups = after.groups.minus(before.groups)
 }
 
-// drive saturates every load at once for d, each by its own generator.
-func (b *bencher) drive(ctx context.Context, loads []*benchServer, d time.Duration) ([]benchPhase, error) {
+// drive saturates every load at once for d, each by its own generator,
+// and returns with the phases the CPU the wrk processes took.
+func (b *bencher) drive(ctx context.Context, loads []*benchServer, d time.Duration) ([]benchPhase, time.Duration, error) {
 	phs := make([]benchPhase, len(loads))
+	gens := make([]time.Duration, len(loads))
 	errs := make([]error, len(loads))
 	var wg sync.WaitGroup
 	for i, s := range loads {
 		wg.Go(func() {
 			if s.script != "" {
-				ph, _, err := b.runWrk(ctx, s.c.addr, s.script, s.conns, d)
-				phs[i], errs[i] = ph, err
+				ph, gen, err := b.runWrk(ctx, s.c.addr, s.script, s.conns, d)
+				phs[i], gens[i], errs[i] = ph, gen, err
 				s.l.answered.Add(ph.answered)
 				return
 			}
@@ -480,7 +486,11 @@ func (b *bencher) drive(ctx context.Context, loads []*benchServer, d time.Durati
 		})
 	}
 	wg.Wait()
-	return phs, errors.Join(append(errs, ctx.Err())...)
+	var gen time.Duration
+	for _, g := range gens {
+		gen += g
+	}
+	return phs, gen, errors.Join(append(errs, ctx.Err())...)
 }
 
 // serversSnap reads each server's counters once settled, and its
@@ -557,6 +567,22 @@ func benchCPUTimesNow() *benchCPUTimes {
 		return nil
 	}
 	return &t
+}
+
+// others is the machine's CPU over the phase that neither the servers,
+// PostgreSQL nor the load generators took: what else ran (other builds,
+// other tests), which the rates pay for and the CPU per decision does not.
+func (r *benchServersRow) others() time.Duration {
+	return max(r.cpuBusy-r.cpuServers-r.cpuPG-r.cpuGen, 0)
+}
+
+// othersShare is others over the machine's CPU time in the phase, on
+// cores cores.
+func (r *benchServersRow) othersShare(cores int) float64 {
+	if r.elapsed <= 0 || cores < 1 {
+		return 0
+	}
+	return r.others().Seconds() / (r.elapsed.Seconds() * float64(cores))
 }
 
 // lockMean is the mean of waisteer_pg_log_lock_seconds over the phase.

@@ -486,3 +486,20 @@ func FuzzParseSumCount(f *testing.F) {
 		}
 	})
 }
+
+// TestOthers: the machine's busy CPU over a phase less the servers',
+// PostgreSQL's and the generators' is what else ran; never below 0 (the
+// readings are of ticks, taken a moment apart).
+func TestOthers(t *testing.T) {
+	s := time.Second
+	if got := (&benchServersRow{cpuBusy: 20 * s, cpuServers: 8 * s, cpuPG: 5 * s, cpuGen: 3 * s}).others(); got != 4*s {
+		t.Errorf("20 - 8 - 5 - 3 = %v, want 4 s", got)
+	}
+	if got := (&benchServersRow{cpuBusy: 15 * s, cpuServers: 8 * s, cpuPG: 5 * s, cpuGen: 3 * s}).others(); got != 0 {
+		t.Errorf("15 - 16: %v, want 0", got)
+	}
+	// 4 s of 10 s on 2 cores: 0.2 of the machine.
+	if got := (&benchServersRow{elapsed: 10 * s, cpuBusy: 20 * s, cpuServers: 8 * s, cpuPG: 5 * s, cpuGen: 3 * s}).othersShare(2); math.Abs(got-0.2) > 1e-12 {
+		t.Errorf("share %v, want 0.2", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -225,6 +226,15 @@ func (r *benchServersReport) write(w io.Writer) {
 	fmt.Fprintln(w, "  mean, every server's groups: a group's first batch, its round trip and its wait while another server's group holds the room's")
 	fmt.Fprintln(w, "  log (one server's is its round trip alone; in brackets, the rows' excess over it: the wait for the other servers' commits)")
 	benchMarkdownTable(w, r.tableRows())
+	var busy []string
+	for _, row := range r.rows {
+		if f := row.othersShare(runtime.NumCPU()); f > 0.10 {
+			busy = append(busy, fmt.Sprintf("%.0f %% (%s)", 100*f, row.name()))
+		}
+	}
+	if len(busy) > 0 {
+		fmt.Fprintf(w, "  Other work took %s of the machine's CPU during the phases: the rates are lower by that, the CPU per decision is not\n", strings.Join(busy, ", "))
+	}
 	fmt.Fprintln(w)
 
 	if names := r.tables(); len(names) > 0 {
@@ -261,10 +271,12 @@ func (r *benchServersReport) write(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 
-	fmt.Fprintln(w, "Each row's phase: the servers' connections, decisions per group commit, CPU seconds and the share stolen by the hypervisor")
+	fmt.Fprintln(w, "Each row's phase: the servers' connections, decisions per group commit, and the machine's CPU seconds over the phase: the servers',")
+	fmt.Fprintln(w, "  PostgreSQL's, the load generators', and the rest (what else ran on the machine: the rates pay for it, the CPU per decision does not)")
 	for _, row := range r.rows {
-		fmt.Fprintf(w, "  %-44s connections %-10s decisions per group %5.1f  CPU: servers %s, PostgreSQL %s over %s  steal %.0f %%\n", row.name(),
-			benchJoinInts(row.conns), row.groups.mean(), benchSeconds(row.cpuServers), benchSeconds(row.cpuPG), benchSeconds(row.elapsed), 100*row.steal)
+		fmt.Fprintf(w, "  %-44s connections %-10s decisions per group %5.1f  CPU over %s: servers %s, PostgreSQL %s, generators %s, the rest %s; steal %.0f %%\n", row.name(),
+			benchJoinInts(row.conns), row.groups.mean(), benchSeconds(row.elapsed), benchSeconds(row.cpuServers), benchSeconds(row.cpuPG), benchSeconds(row.cpuGen),
+			benchSeconds(row.others()), 100*row.steal)
 	}
 	fmt.Fprintln(w)
 
