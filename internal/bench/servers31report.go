@@ -229,11 +229,12 @@ func (r *benchServersReport) write(w io.Writer) {
 	var busy []string
 	for _, row := range r.rows {
 		if f := row.othersShare(runtime.NumCPU()); f > 0.10 {
-			busy = append(busy, fmt.Sprintf("%.0f %% (%s)", 100*f, row.name()))
+			busy = append(busy, fmt.Sprintf("%s %.0f %%", row.name(), 100*f))
 		}
 	}
 	if len(busy) > 0 {
-		fmt.Fprintf(w, "  Other work took %s of the machine's CPU during the phases: the rates are lower by that, the CPU per decision is not\n", strings.Join(busy, ", "))
+		fmt.Fprintln(w, "  Other work took this share of the machine's CPU during the phases (the rates are lower by it, the CPU per decision is not):")
+		fmt.Fprintf(w, "    %s\n", strings.Join(busy, "; "))
 	}
 	fmt.Fprintln(w)
 
