@@ -15,7 +15,11 @@
 // cores (phases30.go), the floor paced at each server's half rate, records
 // paced at 1 000 a second, a start-up on a store built through the store
 // API with the recount's p99 (startup30.go), and the cost per stage from a
-// CPU profile (pprof.go, stages.go).
+// CPU profile (pprof.go, stages.go). Issue 31 added -servers
+// (servers31.go): one server on bbolt beside one, two and three servers on
+// one PostgreSQL that the bench starts, saturated together, with the CPU
+// of the servers and PostgreSQL per decision (proc.go) and the bytes per
+// decision by table.
 package bench
 
 import (
