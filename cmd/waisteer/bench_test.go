@@ -176,7 +176,7 @@ func TestBenchServersQuick(t *testing.T) {
 		if m[2] == "0" || m[4] == "0.00" || m[6] == "0" || strings.Contains(m[5], "n/a") {
 			t.Errorf("%s: rate %s, p99 %s, CPU %q, bytes %s", name, m[2], m[4], m[5], m[6])
 		}
-		if i > 0 && !regexp.MustCompile(`^[\d.]+ µs \+ [\d.]+ µs = [\d.]+ µs$`).MatchString(strings.TrimSpace(m[5])) {
+		if i > 0 && !regexp.MustCompile(`^[\d.]+ (?:µs|ms|s) \+ [\d.]+ (?:µs|ms|s) = [\d.]+ (?:µs|ms|s)$`).MatchString(strings.TrimSpace(m[5])) {
 			t.Errorf("%s: the CPU per decision %q is not the servers' + PostgreSQL's", name, m[5])
 		}
 	}
