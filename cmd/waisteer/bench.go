@@ -30,7 +30,7 @@ func init() {
 }
 
 func runBench(e *env, args []string) error {
-	fs := newFlags(e, "bench", "[-quick] [-soak DURATION] [-audit N] [-d DURATION] [-conns 64,256] [-players N] [-pathways 3,32] [-engines fasthttp,net/http] [-generator auto|wrk|go] [-profile DIR] [-startup-decisions N] [-results FILE]")
+	fs := newFlags(e, "bench", "[-quick] [-servers] [-soak DURATION] [-audit N] [-d DURATION] [-conns 64,256] [-players N] [-pathways 3,32] [-engines fasthttp,net/http] [-generator auto|wrk|go] [-profile DIR] [-startup-decisions N] [-results FILE]")
 	o := bench.NewOptions(false) // the flags' defaults
 	fs.DurationVar(&o.Duration, "d", o.Duration, "the `duration` of each measured phase")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "the `duration` of the warm-up before the phases of each server")
@@ -41,11 +41,12 @@ func runBench(e *env, args []string) error {
 	engine := fs.String("engine", "", "the one HTTP `engine` to measure: the same as -engines with one")
 	fs.StringVar(&o.Generator, "generator", o.Generator, "the saturated phases' load `generator`: wrk (Debian's wrk, one thread), go (bench's own), or auto (wrk where it is on PATH)")
 	fs.DurationVar(&o.Soak, "soak", 0, "instead of the phases, serve at half its saturated rate with its hops posting for this `duration`, with a line each minute")
+	fs.BoolVar(&o.Servers, "servers", false, "instead of the phases, issue 31's table: one server on bbolt, then 1, 2 and 3 servers on one PostgreSQL that the bench starts (PostgreSQL's programs needed), saturated together")
 	fs.IntVar(&o.Audit, "audit", 0, "instead of the phases, saturate the server until it has made this many decisions, then audit its log (issue 16)")
 	fs.IntVar(&o.AuditSample, "audit-sample", 2000, "with -audit: the decisions the audit verifies by §9 in full (0: all)")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
 	startupDecisions := fs.Int("startup-decisions", 0, "the decisions of the start-up's store, built through the store API (0: 3750000, or 50000 with -quick)")
-	results := fs.String("results", "", "also put the report into this markdown `file`'s code block under \""+bench.ResultsRun+"\" (with -soak, \""+bench.ResultsSoak+"\"), keeping the text around it: cmd/waisteer/testdata/bench/RESULTS.md")
+	results := fs.String("results", "", "also put the report into this markdown `file`'s code block under \""+bench.ResultsRun+"\" (with -soak, \""+bench.ResultsSoak+"\"; with -servers, \""+bench.ResultsServers+"\"), keeping the text around it: cmd/waisteer/testdata/bench/RESULTS.md")
 	quick := fs.Bool("quick", false, "a run of under a minute: phases of about a second, 64 connections, 3 pathways, both engines")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,9 +54,12 @@ func runBench(e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if o.Servers && (o.Soak > 0 || o.Audit > 0) {
+		return usagef("-servers measures issue 31's table alone: not with -soak or -audit")
+	}
 	if *quick {
 		q := bench.NewOptions(true)
-		q.Generator, q.Soak, q.Audit, q.AuditSample = o.Generator, o.Soak, o.Audit, o.AuditSample
+		q.Generator, q.Soak, q.Audit, q.AuditSample, q.Servers = o.Generator, o.Soak, o.Audit, o.AuditSample, o.Servers
 		o = q
 	} else {
 		var err error

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -137,6 +138,104 @@ func TestBenchQuick(t *testing.T) {
 		if strings.Contains(line, "failed") || strings.HasPrefix(line[len(batch):], "0 records/s") {
 			t.Errorf("ingest: %s", line)
 		}
+	}
+}
+
+// TestBenchServersQuick (issue 31, "waisteer bench runs 1, 2 and 3 servers
+// on one PostgreSQL (started by the bench, as the tests start theirs)
+// beside one on bbolt and prints the table"): `waisteer bench -servers
+// -quick -generator go -results FILE`. Like every test of PostgreSQL here
+// it fails on a machine without PostgreSQL's programs (internal/pgtest;
+// .ci/run installs them). The report has the table's four rows, each with
+// a positive rate, p99, CPU per decision and bytes per decision; the bytes
+// by table; each goal of issue 31 on a line with a figure and a verdict;
+// every phase's decisions stored (rows counted) equal to its 200s, none
+// failed; and the results file has the report under its heading.
+func TestBenchServersQuick(t *testing.T) {
+	benchChildren(t)
+	results := filepath.Join(t.TempDir(), "RESULTS.md")
+	if err := os.WriteFile(results, []byte("# results\n\n## The run\n\n```\nkept\n```\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errs, code := waisteer(t, "", "bench", "-servers", "-quick", "-generator", "go", "-results", results)
+	if code != 0 {
+		t.Fatalf("bench -servers -quick exited %d:\n%s\n%s", code, errs, out)
+	}
+	t.Logf("\n%s", out)
+	row := regexp.MustCompile(`(?m)^\| (one server on bbolt|one server on PostgreSQL|two servers on one PostgreSQL, together|three servers on one PostgreSQL, together) +\| +([\d,]+)(?: \(([\d.]+) of (?:bbolt|one)\))? \| +([\d.]+) m?s \| (.+?) \| +(\d+) .*\|$`)
+	rows := row.FindAllStringSubmatch(out, -1)
+	if len(rows) != 4 {
+		t.Fatalf("%d rows of issue 31's table, want 4", len(rows))
+	}
+	for i, name := range []string{"one server on bbolt", "one server on PostgreSQL", "two servers on one PostgreSQL, together", "three servers on one PostgreSQL, together"} {
+		m := rows[i]
+		if m[1] != name {
+			t.Errorf("row %d is %q, want %q", i, m[1], name)
+		}
+		if m[2] == "0" || m[4] == "0.00" || m[6] == "0" || strings.Contains(m[5], "n/a") {
+			t.Errorf("%s: rate %s, p99 %s, CPU %q, bytes %s", name, m[2], m[4], m[5], m[6])
+		}
+		if i > 0 && !regexp.MustCompile(`^[\d.]+ (?:µs|ms|s) \+ [\d.]+ (?:µs|ms|s) = [\d.]+ (?:µs|ms|s)$`).MatchString(strings.TrimSpace(m[5])) {
+			t.Errorf("%s: the CPU per decision %q is not the servers' + PostgreSQL's", name, m[5])
+		}
+	}
+	for _, want := range []string{"| waisteer.decisions ", "| all but waisteer.steers ", "Arithmetic from the three servers' CPU per decision", "Goals (issue 31)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+	goalLine := regexp.MustCompile(`(?m)^  (.+?) += ([0-9.]+|NaN|\+Inf)(?: bytes)? \(goal [^:]*: (met|NOT met)\)$`)
+	goals := map[string]string{}
+	for _, m := range goalLine.FindAllStringSubmatch(out, -1) {
+		goals[m[1]] = m[2]
+	}
+	var names []string
+	for name := range goals {
+		names = append(names, name)
+	}
+	for _, goal := range []string{
+		"servers: two servers together, answers/s / one server's on PostgreSQL",
+		"servers: three servers together, answers/s / one server's on PostgreSQL",
+		"servers: CPU per decision (servers + PostgreSQL), three servers / one's",
+		"PostgreSQL: one server's answers/s / one server's on bbolt",
+		"PostgreSQL: bytes per decision, one server, ",
+		"PostgreSQL: bytes per decision, two servers, ",
+		"PostgreSQL: bytes per decision, three servers, ",
+	} {
+		found := false
+		for name, v := range goals {
+			if strings.HasPrefix(name, goal) {
+				found = true
+				if r, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
+					t.Errorf("%s = %s: not a positive figure", name, v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no goal line %q among %q", goal, names)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  nothing lost: phases whose decisions stored != answered += 0 of 4 \(goal .*: met\)$`).MatchString(out) {
+		t.Errorf("the goal of nothing lost is not met")
+	}
+	phases := regexp.MustCompile(`(?m)^  ((?:one|two|three) servers? on .+?) +(\d+) / +(\d+) / +(\d+)  failed (\d+)  (\S+)$`).FindAllStringSubmatch(out, -1)
+	if len(phases) != 4 {
+		t.Errorf("%d phases checked, want 4", len(phases))
+	}
+	for _, m := range phases {
+		// The Go generator reads every answer before the phase ends.
+		if m[2] != m[3] || m[3] != m[4] || m[2] == "0" || m[5] != "0" || m[6] != "ok" {
+			t.Errorf("phase %s: stored %s, answered %s, read %s, failed %s (%s)", m[1], m[2], m[3], m[4], m[5], m[6])
+		}
+	}
+	doc, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "## The run\n\n```\nkept\n```\n") || !strings.Contains(string(doc), "## Servers on PostgreSQL (issue 31)\n\n```\n$ waisteer bench -servers -quick") ||
+		!strings.Contains(string(doc), "| three servers on one PostgreSQL, together ") {
+		t.Errorf("the results file:\n%s", doc)
 	}
 }
 

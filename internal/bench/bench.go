@@ -15,7 +15,11 @@
 // cores (phases30.go), the floor paced at each server's half rate, records
 // paced at 1 000 a second, a start-up on a store built through the store
 // API with the recount's p99 (startup30.go), and the cost per stage from a
-// CPU profile (pprof.go, stages.go).
+// CPU profile (pprof.go, stages.go). Issue 31 added -servers
+// (servers31.go): one server on bbolt beside one, two and three servers on
+// one PostgreSQL that the bench starts, saturated together, with the CPU
+// of the servers and PostgreSQL per decision (proc.go) and the bytes per
+// decision by table.
 package bench
 
 import (
@@ -58,6 +62,7 @@ type Options struct {
 	Generator                      string // GeneratorAuto, GeneratorWrk or GeneratorGo
 	Soak                           time.Duration
 	Audit, AuditSample             int    // decisions to make then audit, and the audit's sample (issue 16)
+	Servers                        bool   // issue 31's table instead: one server on bbolt, 1, 2 and 3 on one PostgreSQL (servers31.go)
 	StartupDecisions               int    // the start-up's store (issue 30: 3.75 M)
 	Results                        string // a results file whose run (or soak) section gets the report (results.go)
 	Command                        string // the command line, for the results file
@@ -86,6 +91,12 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 			return fmt.Errorf("-generator wrk: %v", err)
 		}
 	}
+	if o.Servers {
+		// Issue 31 measured the servers, PostgreSQL and the load sharing
+		// the machine's cores: nothing is pinned, and PostgreSQL, which
+		// would inherit this process's affinity, is started unpinned.
+		b.pin.on = false
+	}
 	if err := b.pin.pinSelf(); err != nil {
 		b.logf("pinning the load generator: %v; nothing pinned", err)
 		b.pin.unpinSelf()
@@ -97,7 +108,14 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 	}
 	var out bytes.Buffer
 	section := ResultsRun
-	if o.Soak > 0 {
+	if o.Servers {
+		section = ResultsServers
+		rep, err := b.servers(ctx)
+		if err != nil {
+			return err
+		}
+		rep.write(io.MultiWriter(stdout, &out))
+	} else if o.Soak > 0 {
 		section = ResultsSoak
 		s, err := b.soak(ctx, io.MultiWriter(stdout, &out))
 		if err != nil {

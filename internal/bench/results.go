@@ -20,6 +20,8 @@ import (
 const (
 	ResultsRun  = "## The run"
 	ResultsSoak = "## The soak"
+	// ResultsServers is `bench -servers`' (issue 31).
+	ResultsServers = "## Servers on PostgreSQL (issue 31)"
 )
 
 // writeResults puts report into the code block of section in the file

@@ -87,8 +87,20 @@ func (r *benchRoom) recordsPath() string {
 	return "/v1/rooms/" + r.sc.Room.ID().String() + "/records"
 }
 
-// writeFiles writes the room's files and a configuration for serve into dir.
+// writeFiles writes the room's files and a configuration for serve into dir,
+// on a bbolt store in dir/data.
 func (r *benchRoom) writeFiles(dir, engine string) (string, error) {
+	return r.writeFilesOn(dir, engine, "")
+}
+
+// writeFilesOn is writeFiles on the PostgreSQL store whose DSN is in the
+// environment variable dsnEnv, or on bbolt when dsnEnv is "". Every
+// server of a room on PostgreSQL reads the same files (issue 15).
+func (r *benchRoom) writeFilesOn(dir, engine, dsnEnv string) (string, error) {
+	dataDir, store := "data_dir = \"data\"\n", ""
+	if dsnEnv != "" {
+		dataDir, store = "", "\n[store]\nengine = \"postgres\"\ndsn_env = \""+dsnEnv+"\"\n"
+	}
 	files := map[string][]byte{
 		"room.cbor":   r.sc.Room.DescriptorBytes,
 		"keylog.cbor": r.sc.Room.HeadBytes,
@@ -96,8 +108,7 @@ func (r *benchRoom) writeFiles(dir, engine string) (string, error) {
 		"steer.key":   sig.MarshalPrivateKey(r.sc.SteerKey),
 		"token":       []byte("bench\n"),
 		"serve.toml": []byte(`listen = "127.0.0.1:0"
-data_dir = "data"
-operator_token_file = "token"
+` + dataDir + `operator_token_file = "token"
 
 [http]
 engine = "` + engine + `"
@@ -115,7 +126,7 @@ descriptor = "room.cbor"
 keylog = "keylog.cbor"
 policy = "policy.wsp1"
 steering_key = "steer.key"
-`),
+` + store),
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err

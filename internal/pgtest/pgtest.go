@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -179,6 +180,25 @@ func (s *Server) Close() {
 }
 
 func (s *Server) remove() { os.RemoveAll(s.dir) }
+
+// PID is the process id of the server's postmaster, from the first line
+// of its postmaster.pid: every other process of the server is its child,
+// so that `waisteer bench` reads the server's CPU from /proc.
+func (s *Server) PID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(s.data(), "postmaster.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pgtest: postmaster.pid begins with %q, not a process id", line)
+	}
+	return pid, nil
+}
+
+// Bin is the directory of the server's programs (its version is in it).
+func (s *Server) Bin() string { return s.bin }
 
 // DSN is the address of database db on the server.
 func (s *Server) DSN(db string) string {

@@ -2,6 +2,9 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,18 @@ import (
 // with what was committed before still there.
 func TestStartStopResume(t *testing.T) {
 	s := Start(t)
+	// PID names the running postmaster (bench reads its CPU from /proc).
+	pid, err := s.PID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(comm)) != "postgres" {
+		t.Errorf("PID %d is %q, not postgres", pid, comm)
+	}
 	dsn := s.Database(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
