@@ -144,13 +144,14 @@ func TestBenchQuick(t *testing.T) {
 // TestBenchServersQuick (issue 31, "waisteer bench runs 1, 2 and 3 servers
 // on one PostgreSQL (started by the bench, as the tests start theirs)
 // beside one on bbolt and prints the table"): `waisteer bench -servers
-// -quick -generator go -results FILE`. Like every test of PostgreSQL here
+// -quick -generator go -results FILE -audit 2000`. Like every test of PostgreSQL here
 // it fails on a machine without PostgreSQL's programs (internal/pgtest;
 // .ci/run installs them). The report has the table's four rows, each with
 // a positive rate, p99, CPU per decision and bytes per decision; the bytes
 // by table; each goal of issue 31 on a line with a figure and a verdict;
 // every phase's decisions stored (rows counted) equal to its 200s, none
-// failed; and the results file has the report under its heading.
+// failed; the three servers' room audited exact; and the results file has
+// the report under its heading.
 func TestBenchServersQuick(t *testing.T) {
 	benchChildren(t)
 	results := filepath.Join(t.TempDir(), "RESULTS.md")
@@ -158,7 +159,7 @@ func TestBenchServersQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, errs, code := waisteer(t, "", "bench", "-servers", "-quick", "-generator", "go", "-results", results)
+	out, errs, code := waisteer(t, "", "bench", "-servers", "-quick", "-generator", "go", "-results", results, "-audit", "2000", "-audit-sample", "100")
 	if code != 0 {
 		t.Fatalf("bench -servers -quick exited %d:\n%s\n%s", code, errs, out)
 	}
@@ -193,6 +194,12 @@ func TestBenchServersQuick(t *testing.T) {
 	var names []string
 	for name := range goals {
 		names = append(names, name)
+	}
+	// -audit: the three servers' room, its logs merged, audited exact
+	// (issue 31's must-show, here on a room of a few thousand).
+	if !regexp.MustCompile(`(?m)^  audit: the 3 servers' room of \d+ decisions in 3 logs += exact \(goal exact: met\)$`).MatchString(out) ||
+		!strings.Contains(out, "outcome: every check holds") {
+		t.Errorf("bench -servers -audit: no exact audit of the three servers' room of three logs")
 	}
 	for _, goal := range []string{
 		"servers: two servers together, answers/s / one server's on PostgreSQL",

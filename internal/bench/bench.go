@@ -103,7 +103,7 @@ func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
 		b.pin.on = false
 	}
 	defer b.pin.unpinSelf()
-	if o.Audit > 0 {
+	if o.Audit > 0 && !o.Servers {
 		return b.audit(ctx, stdout)
 	}
 	var out bytes.Buffer

@@ -9,8 +9,11 @@ package bench
 // and all are saturated at once. The CPU per decision is the servers' and
 // every PostgreSQL process's together, from /proc; the bytes per decision
 // are each table's growth over the phase (pg_total_relation_size: the
-// table, its indexes and TOAST) over the decisions it stored; the wait on
-// another server's commit is each server's waisteer_pg_log_lock_seconds.
+// table, its indexes and TOAST) over the decisions it stored; what other
+// servers cost a group is the excess of its round trips
+// (waisteer_pg_round_trip_seconds) over one server's: no lock is shared
+// since each server has its own log (schema 5), so the excess is the
+// database's contention alone.
 // The bench talks to the servers over HTTP only, and to PostgreSQL only
 // for the tables' sizes and the decisions' count: nothing here depends on
 // the layout of the log.
@@ -28,12 +31,22 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/pgtest"
+	"github.com/waisteer/waisteer/verify/audit"
+	"github.com/waisteer/waisteer/verify/recount"
 )
 
 // benchDSNEnv is the environment variable the servers of a row read their
 // DSN from ([store] dsn_env).
 const benchDSNEnv = "WAISTEER_BENCH_DSN"
+
+// ServersConns is the connections of -servers' rows unless -conns names
+// others: one audience for every row, shared among its servers, large
+// enough that each of three servers has 64, at which one server alone is
+// measured elsewhere (a fixed 64 shared by three gave each groups of ten
+// decisions, whose fixed costs then doubled the CPU per decision).
+const ServersConns = 192
 
 // benchServerCounts are the rows on PostgreSQL: issue 31's one, two and
 // three servers on one database.
@@ -112,7 +125,9 @@ type benchServersRow struct {
 	fileGrowth int64            // bbolt: the file's growth over the phase
 	inUse      float64          // bbolt: the bytes in use in the decisions' buckets once stopped, per decision held
 
-	lock, groups benchSumCount // over the phase, every server's: waisteer_pg_log_lock_seconds, waisteer_commit_group_size
+	audit *benchServersAudit // with -audit, of the last row
+
+	lock, groups benchSumCount // over the phase, every server's: waisteer_pg_round_trip_seconds, waisteer_commit_group_size
 	lockOK       bool
 
 	// The store once its servers stopped: its decisions beside the
@@ -402,6 +417,12 @@ func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n
 		row.name(), benchRate(row.rate), benchDur(row.p99), benchDur(row.cpuPer()), benchDur(benchPer(row.cpuServers, row.check.answered)),
 		benchDur(benchPer(row.cpuPG, row.check.answered)), row.bytesPer())
 
+	if row.postgres && n == benchServerCounts[len(benchServerCounts)-1] && b.o.Audit > 0 {
+		if row.audit, err = b.auditServers(ctx, g, r, dsn); err != nil {
+			return nil, err
+		}
+	}
+
 	// The store once its servers stopped.
 	for _, c := range g.cs {
 		if counts, ok := settledCounts(c.addr); ok {
@@ -512,7 +533,7 @@ func (b *bencher) serversSnap(ctx context.Context, g *benchGroup, dsn string) (b
 			sn.ok, sn.lockOK = false, false
 			continue
 		}
-		lock, ok := parseSumCount(m, "waisteer_pg_log_lock_seconds")
+		lock, ok := parseSumCount(m, "waisteer_pg_round_trip_seconds")
 		sn.lockOK = sn.lockOK && ok
 		sn.lock.sum += lock.sum
 		sn.lock.count += lock.count
@@ -614,7 +635,65 @@ func (r *benchServersRow) othersShare(cores int) float64 {
 	return r.others().Seconds() / (r.elapsed.Seconds() * float64(cores))
 }
 
-// lockMean is the mean of waisteer_pg_log_lock_seconds over the phase.
+// lockMean is the mean of waisteer_pg_round_trip_seconds over the phase.
 func (r *benchServersRow) lockMean() time.Duration {
 	return time.Duration(r.lock.mean() * float64(time.Second))
 }
+
+// benchServersAudit is the audit of the last row's room (-servers -audit
+// N, issue 31's "a three-server room of 100 000 decisions audited exact").
+type benchServersAudit struct {
+	made     time.Duration // saturating the servers until the room held N decisions
+	took     time.Duration // the audit
+	report   *audit.Report
+	rate     float64 // the audit's decisions a second
+	servers  int
+	held     uint64
+	failures uint64 // answers other than 200 while the room filled
+}
+
+// auditServers saturates the row's servers together until the database
+// holds -audit decisions, stops the load, and audits the room through the
+// first server: every log's tree and checkpoint, a sample verified by §9,
+// every decision read and recounted over the logs' merge, the loads within
+// the shared loads' staleness (SPEC-NOTES, "One log per server and room":
+// δ = 200 ms).
+func (b *bencher) auditServers(ctx context.Context, g *benchGroup, r *benchRoom, dsn string) (*benchServersAudit, error) {
+	a := &benchServersAudit{servers: len(g.cs)}
+	b.logf("%d servers on one PostgreSQL: saturated until the room holds %d decisions, then audited", a.servers, b.o.Audit)
+	began := time.Now()
+	for ctx.Err() == nil {
+		sn, err := b.serversSnap(ctx, g, dsn)
+		if err != nil {
+			return nil, err
+		}
+		if a.held = sn.decisions; a.held >= uint64(b.o.Audit) {
+			break
+		}
+		phs, _, err := b.drive(ctx, g.loads, auditPhase)
+		if err != nil {
+			return nil, err
+		}
+		for _, ph := range phs {
+			a.failures += ph.failed
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a.made = time.Since(began)
+	start := time.Now()
+	rep, err := audit.Run(ctx, client.New(), "http://"+g.cs[0].addr, r.sc.Room.ID(), audit.Options{Sample: b.o.AuditSample, Seed: 1,
+		Recount: recount.Options{Staleness: benchServersStaleness}})
+	if err != nil {
+		return nil, fmt.Errorf("the audit of %d servers' room: %w", a.servers, err)
+	}
+	a.took, a.report = time.Since(start), rep
+	a.rate = float64(rep.Fetched) / a.took.Seconds()
+	b.logf("the audit of %d servers' room: %d decisions in %d logs, %s, ok %v", a.servers, rep.Fetched, len(rep.Logs), a.took.Round(time.Second), rep.OK())
+	return a, nil
+}
+
+// benchServersStaleness is δ of the audit of servers on one database, in
+// µs: the shared loads' bound (SPEC-NOTES, "Issue 15").
+const benchServersStaleness = 200_000

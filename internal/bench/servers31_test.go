@@ -186,19 +186,19 @@ func TestCPUTimes(t *testing.T) {
 // added up over its label sets; a family whose name begins another's is
 // not mixed with it; a family missing is said so.
 func TestParseSumCount(t *testing.T) {
-	m := []byte(`# HELP waisteer_pg_log_lock_seconds Time of a group's first batch.
-# TYPE waisteer_pg_log_lock_seconds histogram
-waisteer_pg_log_lock_seconds_bucket{le="0.001"} 3
-waisteer_pg_log_lock_seconds_bucket{le="+Inf"} 8
-waisteer_pg_log_lock_seconds_sum 0.024
-waisteer_pg_log_lock_seconds_count 8
-waisteer_pg_log_lock_seconds_total_sum 99
+	m := []byte(`# HELP waisteer_pg_round_trip_seconds Time of a batch of a group commit.
+# TYPE waisteer_pg_round_trip_seconds histogram
+waisteer_pg_round_trip_seconds_bucket{le="0.001"} 3
+waisteer_pg_round_trip_seconds_bucket{le="+Inf"} 8
+waisteer_pg_round_trip_seconds_sum 0.024
+waisteer_pg_round_trip_seconds_count 8
+waisteer_pg_round_trip_seconds_total_sum 99
 waisteer_commit_group_size_sum{room="a"} 100
 waisteer_commit_group_size_count{room="a"} 4
 waisteer_commit_group_size_sum{room="b"} 20
 waisteer_commit_group_size_count{room="b"} 1
 `)
-	h, ok := parseSumCount(m, "waisteer_pg_log_lock_seconds")
+	h, ok := parseSumCount(m, "waisteer_pg_round_trip_seconds")
 	if !ok || math.Abs(h.sum-0.024) > 1e-12 || h.count != 8 || h.mean() != 0.003 {
 		t.Errorf("lock: %+v %v", h, ok)
 	}
@@ -477,10 +477,10 @@ func FuzzParseCPUTimes(f *testing.F) {
 // FuzzParseSumCount: /metrics of any bytes never panics; a family not
 // named in it is not found.
 func FuzzParseSumCount(f *testing.F) {
-	f.Add([]byte("waisteer_pg_log_lock_seconds_sum 0.024\nwaisteer_pg_log_lock_seconds_count 8\n"))
+	f.Add([]byte("waisteer_pg_round_trip_seconds_sum 0.024\nwaisteer_pg_round_trip_seconds_count 8\n"))
 	f.Add([]byte("x_sum{a=\"b\"} NaN\nx_count 1e30\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		parseSumCount(b, "waisteer_pg_log_lock_seconds")
+		parseSumCount(b, "waisteer_pg_round_trip_seconds")
 		if _, ok := parseSumCount(b, "absent_family_of_the_fuzzer"); ok && !bytes.Contains(b, []byte("absent_family_of_the_fuzzer_")) {
 			t.Fatalf("%q: a family not in it was found", b)
 		}
