@@ -125,8 +125,6 @@ type benchServersRow struct {
 	fileGrowth int64            // bbolt: the file's growth over the phase
 	inUse      float64          // bbolt: the bytes in use in the decisions' buckets once stopped, per decision held
 
-	audit *benchServersAudit // with -audit, of the last row
-
 	lock, groups benchSumCount // over the phase, every server's: waisteer_pg_round_trip_seconds, waisteer_commit_group_size
 	lockOK       bool
 
@@ -232,6 +230,7 @@ type benchServersReport struct {
 	engine    string
 	pathways  int
 	rows      []*benchServersRow
+	audit     *benchServersAudit // with -audit
 }
 
 // servers runs issue 31's rows: one server on bbolt, then each count of
@@ -280,6 +279,32 @@ func (b *bencher) servers(ctx context.Context) (*benchServersReport, error) {
 			return nil, err
 		}
 	}
+	if b.o.Audit > 0 {
+		n := benchServerCounts[len(benchServerCounts)-1]
+		dsn, err := pg.NewDatabase()
+		if err != nil {
+			return nil, err
+		}
+		// Paced at half the rate the servers reached saturated: a room
+		// as servers keep it, not one past what the machine can do, where
+		// the shared loads fall behind their bound (SPEC-NOTES, "Issue 31").
+		rate := 0.0
+		if row := rep.pg(n); row != nil {
+			rate = row.rate / 2
+		}
+		g, err := b.startGroup(ctx, r, rep.engine, n, dsn, benchShares(b.o.halfConns(), n))
+		if err != nil {
+			return nil, err
+		}
+		rep.audit, err = b.auditServers(ctx, g, r, dsn, rate)
+		g.close()
+		if err != nil {
+			return nil, err
+		}
+		if err := benchPGDone(ctx, pg.DSN("postgres"), dsn); err != nil {
+			return nil, err
+		}
+	}
 	rep.loadAvg[1] = benchLoadAvg()
 	return rep, ctx.Err()
 }
@@ -310,6 +335,57 @@ func (g *benchGroup) close() {
 	g.cs = nil
 }
 
+// startGroup starts n servers of engine over r (on bbolt when dsn is "",
+// else on the database dsn), gives the first the window's records and its
+// hops' (the others follow them through the database), and primes a load
+// for each with its connections and its share of the players.
+func (b *bencher) startGroup(ctx context.Context, r *benchRoom, engine string, n int, dsn string, conns []int) (_ *benchGroup, err error) {
+	dir, err := os.MkdirTemp(b.tmp, fmt.Sprintf("servers-%d-", n))
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	dsnEnv := ""
+	if dsn != "" {
+		dsnEnv, env = benchDSNEnv, []string{benchDSNEnv + "=" + dsn}
+	}
+	cfg, err := r.writeFilesOn(dir, engine, dsnEnv)
+	if err != nil {
+		return nil, err
+	}
+	g := &benchGroup{}
+	defer func() {
+		if err != nil {
+			g.close()
+		}
+	}()
+	// One at a time: the first migrates a fresh database.
+	for range n {
+		c, err := b.startChildOn(ctx, benchReady, "", env, "bench", "serve", "-c", cfg)
+		if err != nil {
+			return nil, err
+		}
+		g.cs = append(g.cs, c)
+	}
+	g.real = &benchReal{r: r, engine: engine, dir: dir, c: g.cs[0], loads: map[int]*benchServer{}}
+	if err := b.startHops(ctx, g.real); err != nil {
+		return nil, err
+	}
+	players := benchShares(b.o.Players, n)
+	for i, c := range g.cs {
+		l := newBenchLoad(c.addr, r.path, r.ids, r.initial, conns[i], players[i])
+		if err := l.prime(ctx); err != nil {
+			return nil, fmt.Errorf("server %d: the players' first manifests: %w", i+1, err)
+		}
+		s, err := b.newServer(fmt.Sprintf("server %d", i+1), c, l, true)
+		if err != nil {
+			return nil, err
+		}
+		g.loads = append(g.loads, s)
+	}
+	return g, nil
+}
+
 // benchServersSnap is what a row's servers and store said at one moment.
 type benchServersSnap struct {
 	counts       []benchCounts
@@ -328,47 +404,15 @@ type benchServersSnap struct {
 // them saturated together for -d.
 func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n int, dsn string, pgPID int) (*benchServersRow, error) {
 	row := &benchServersRow{servers: n, postgres: dsn != "", conns: benchShares(b.o.halfConns(), n)}
-	dir, err := os.MkdirTemp(b.tmp, fmt.Sprintf("servers-%d-", n))
-	if err != nil {
-		return nil, err
-	}
-	var env []string
-	dsnEnv := ""
-	if row.postgres {
-		dsnEnv, env = benchDSNEnv, []string{benchDSNEnv + "=" + dsn}
-	}
-	cfg, err := r.writeFilesOn(dir, engine, dsnEnv)
-	if err != nil {
-		return nil, err
-	}
 	b.logf("%s: starting", row.name())
-	g := &benchGroup{}
-	defer g.close()
-	// One at a time: the first migrates a fresh database.
-	for range n {
-		c, err := b.startChildOn(ctx, benchReady, "", env, "bench", "serve", "-c", cfg)
-		if err != nil {
-			return nil, err
-		}
-		g.cs = append(g.cs, c)
-	}
-	row.procs = g.cs[0].procs
-	g.real = &benchReal{r: r, engine: engine, dir: dir, c: g.cs[0], loads: map[int]*benchServer{}}
-	if err := b.startHops(ctx, g.real); err != nil {
+	g, err := b.startGroup(ctx, r, engine, n, dsn, row.conns)
+	if err != nil {
 		return nil, err
 	}
-	players := benchShares(b.o.Players, n)
-	for i, c := range g.cs {
-		l := newBenchLoad(c.addr, r.path, r.ids, r.initial, row.conns[i], players[i])
-		if err := l.prime(ctx); err != nil {
-			return nil, fmt.Errorf("server %d: the players' first manifests: %w", i+1, err)
-		}
-		s, err := b.newServer(fmt.Sprintf("server %d", i+1), c, l, true)
-		if err != nil {
-			return nil, err
-		}
-		g.loads = append(g.loads, s)
-		row.players += len(l.players)
+	defer g.close()
+	row.procs = g.cs[0].procs
+	for _, s := range g.loads {
+		row.players += len(s.l.players)
 	}
 	if b.o.Warmup > 0 {
 		if _, _, err := b.drive(ctx, g.loads, b.o.Warmup); err != nil {
@@ -416,12 +460,6 @@ func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n
 	b.logf("%s: %s answers/s, p99 %s, CPU %s per decision (servers %s, PostgreSQL %s), %.0f bytes per decision",
 		row.name(), benchRate(row.rate), benchDur(row.p99), benchDur(row.cpuPer()), benchDur(benchPer(row.cpuServers, row.check.answered)),
 		benchDur(benchPer(row.cpuPG, row.check.answered)), row.bytesPer())
-
-	if row.postgres && n == benchServerCounts[len(benchServerCounts)-1] && b.o.Audit > 0 {
-		if row.audit, err = b.auditServers(ctx, g, r, dsn); err != nil {
-			return nil, err
-		}
-	}
 
 	// The store once its servers stopped.
 	for _, c := range g.cs {
@@ -640,27 +678,29 @@ func (r *benchServersRow) lockMean() time.Duration {
 	return time.Duration(r.lock.mean() * float64(time.Second))
 }
 
-// benchServersAudit is the audit of the last row's room (-servers -audit
-// N, issue 31's "a three-server room of 100 000 decisions audited exact").
+// benchServersAudit is the audit of a room of three servers (-servers
+// -audit N, issue 31's "a three-server room of 100 000 decisions audited
+// exact"), on a database of its own.
 type benchServersAudit struct {
-	made     time.Duration // saturating the servers until the room held N decisions
+	rate     float64       // the servers' load together, requests a second
+	made     time.Duration // until the room held N decisions
 	took     time.Duration // the audit
 	report   *audit.Report
-	rate     float64 // the audit's decisions a second
+	auditing float64 // the audit's decisions a second
 	servers  int
 	held     uint64
 	failures uint64 // answers other than 200 while the room filled
 }
 
-// auditServers saturates the row's servers together until the database
-// holds -audit decisions, stops the load, and audits the room through the
-// first server: every log's tree and checkpoint, a sample verified by §9,
+// auditServers loads the servers together, paced at rate requests a
+// second in all (saturated when 0), until the database holds -audit
+// decisions, stops the load, and audits the room through the first server: every log's tree and checkpoint, a sample verified by §9,
 // every decision read and recounted over the logs' merge, the loads within
 // the shared loads' staleness (SPEC-NOTES, "One log per server and room":
 // δ = 200 ms).
-func (b *bencher) auditServers(ctx context.Context, g *benchGroup, r *benchRoom, dsn string) (*benchServersAudit, error) {
-	a := &benchServersAudit{servers: len(g.cs)}
-	b.logf("%d servers on one PostgreSQL: saturated until the room holds %d decisions, then audited", a.servers, b.o.Audit)
+func (b *bencher) auditServers(ctx context.Context, g *benchGroup, r *benchRoom, dsn string, rate float64) (*benchServersAudit, error) {
+	a := &benchServersAudit{servers: len(g.cs), rate: rate}
+	b.logf("%d servers on one PostgreSQL, a room of their own: %s requests/s until it holds %d decisions, then audited", a.servers, benchRate(rate), b.o.Audit)
 	began := time.Now()
 	for ctx.Err() == nil {
 		sn, err := b.serversSnap(ctx, g, dsn)
@@ -670,10 +710,12 @@ func (b *bencher) auditServers(ctx context.Context, g *benchGroup, r *benchRoom,
 		if a.held = sn.decisions; a.held >= uint64(b.o.Audit) {
 			break
 		}
-		phs, _, err := b.drive(ctx, g.loads, auditPhase)
-		if err != nil {
-			return nil, err
+		phs := make([]benchPhase, len(g.loads))
+		var wg sync.WaitGroup
+		for i, s := range g.loads {
+			wg.Go(func() { phs[i] = s.l.run(ctx, auditPhase, rate/float64(len(g.loads))) })
 		}
+		wg.Wait()
 		for _, ph := range phs {
 			a.failures += ph.failed
 		}
@@ -689,7 +731,7 @@ func (b *bencher) auditServers(ctx context.Context, g *benchGroup, r *benchRoom,
 		return nil, fmt.Errorf("the audit of %d servers' room: %w", a.servers, err)
 	}
 	a.took, a.report = time.Since(start), rep
-	a.rate = float64(rep.Fetched) / a.took.Seconds()
+	a.auditing = float64(rep.Fetched) / a.took.Seconds()
 	b.logf("the audit of %d servers' room: %d decisions in %d logs, %s, ok %v", a.servers, rep.Fetched, len(rep.Logs), a.took.Round(time.Second), rep.OK())
 	return a, nil
 }
