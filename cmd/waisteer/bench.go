@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"os"
 	"os/signal"
 	"strconv"
@@ -42,7 +41,7 @@ func runBench(e *env, args []string) error {
 	engine := fs.String("engine", "", "the one HTTP `engine` to measure: the same as -engines with one")
 	fs.StringVar(&o.Generator, "generator", o.Generator, "the saturated phases' load `generator`: wrk (Debian's wrk, one thread), go (bench's own), or auto (wrk where it is on PATH)")
 	fs.DurationVar(&o.Soak, "soak", 0, "instead of the phases, serve at half its saturated rate with its hops posting for this `duration`, with a line each minute")
-	fs.BoolVar(&o.Servers, "servers", false, "instead of the phases, issue 31's table: one server on bbolt, then 1, 2 and 3 servers on one PostgreSQL that the bench starts (PostgreSQL's programs needed), saturated together by one audience of -conns connections (default "+strconv.Itoa(bench.ServersConns)+"); with -audit N, the three servers' room is then filled to N decisions and audited")
+	fs.BoolVar(&o.Servers, "servers", false, "instead of the phases, issue 31's table: one server on bbolt, then 1, 2 and 3 servers on one PostgreSQL that the bench starts (PostgreSQL's programs needed), saturated together, each server with the least of -conns as one alone; with -audit N, the three servers' room is then filled to N decisions and audited")
 	fs.IntVar(&o.Audit, "audit", 0, "instead of the phases, saturate the server until it has made this many decisions, then audit its log (issue 16)")
 	fs.IntVar(&o.AuditSample, "audit-sample", 2000, "with -audit: the decisions the audit verifies by §9 in full (0: all)")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
@@ -58,8 +57,6 @@ func runBench(e *env, args []string) error {
 	if o.Servers && o.Soak > 0 {
 		return usagef("-servers measures issue 31's table: not with -soak")
 	}
-	connsGiven := false
-	fs.Visit(func(f *flag.Flag) { connsGiven = connsGiven || f.Name == "conns" })
 	if *quick {
 		q := bench.NewOptions(true)
 		q.Generator, q.Soak, q.Audit, q.AuditSample, q.Servers = o.Generator, o.Soak, o.Audit, o.AuditSample, o.Servers
@@ -79,11 +76,6 @@ func runBench(e *env, args []string) error {
 		for f := range strings.SplitSeq(*engines, ",") {
 			o.Engines = append(o.Engines, strings.TrimSpace(f))
 		}
-	}
-	if o.Servers && !connsGiven {
-		// One audience for every row, large enough that each of three
-		// servers has the connections a server alone is measured at.
-		o.Conns = []int{bench.ServersConns}
 	}
 	o.Profile = *profile
 	o.Results, o.Command = *results, strings.Join(append([]string{"waisteer bench"}, args...), " ")

@@ -200,7 +200,7 @@ func (r *benchServersReport) write(w io.Writer) {
 	fmt.Fprintf(w, "machine      %s\n             %s\n", r.machine[0], r.machine[1])
 	fmt.Fprintf(w, "load average %s before, %s after\n", r.loadAvg[0], r.loadAvg[1])
 	fmt.Fprintf(w, "PostgreSQL   %s, started by the bench in a temporary directory (internal/pgtest), a fresh database for each row\n", r.pgBin)
-	fmt.Fprintf(w, "generator    %s; the row's %d connections shared among its servers\n", r.generator, o.halfConns())
+	fmt.Fprintf(w, "generator    %s; %d connections a server, as one server alone\n", r.generator, o.halfConns())
 	fmt.Fprintln(w, "pinning      none: the servers, PostgreSQL and the load generators share the machine's cores, as issue 31 measured")
 	procs := 0
 	if len(r.rows) > 0 {
