@@ -44,8 +44,11 @@ type outcome struct {
 	Log     *logFacts     `json:"log,omitempty"`
 }
 
-// logFacts is where -url found the decision in its room's log (issue 16).
+// logFacts is where -url found the decision in its room's logs (issue 16):
+// the log that holds it (issue 31; 0, left out, on a store of one log) and
+// its index there.
 type logFacts struct {
+	Log       int64   `json:"log,omitempty"`
 	Index     int64   `json:"index"`
 	Size      int64   `json:"size"` // of the checkpoint its inclusion is proved in
 	KeyLogSeq *uint64 `json:"key_log_seq"`
@@ -113,7 +116,7 @@ func runVerify(e *env, args []string) error {
 			if err != nil {
 				return printOutcome(e, outcome{Outcome: "refuse", Reason: notInLog, Where: "log"}, err)
 			}
-			lf = &logFacts{Index: pl.Index, Size: pl.Log.Checkpoint.Size}
+			lf = &logFacts{Log: pl.Log.N, Index: pl.Index, Size: pl.Log.Checkpoint.Size}
 			if pl.Epoch != nil {
 				lf.KeyLogSeq = &pl.Epoch.Seq
 			}

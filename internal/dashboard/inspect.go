@@ -94,8 +94,11 @@ type InspectStep struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-// InspectLog is the decision's place in its room's log.
+// InspectLog is the decision's place in its room's logs: the log that
+// holds it (issue 31: one a server on a shared database; 0, left out, on a
+// store of one log) and its index there.
 type InspectLog struct {
+	Log       int64   `json:"log,omitempty"`
 	Index     uint64  `json:"index"`
 	Size      uint64  `json:"size"`
 	KeyLogSeq *uint64 `json:"key_log_seq,omitempty"`
@@ -280,7 +283,7 @@ func inspect(ctx context.Context, c *client.Client, in verify.Input, fetched *cl
 		out.LogError = perr.Error()
 		return out
 	}
-	out.Log = &InspectLog{Index: uint64(pl.Index), Size: uint64(pl.Log.Checkpoint.Size)}
+	out.Log = &InspectLog{Log: pl.Log.N, Index: uint64(pl.Index), Size: uint64(pl.Log.Checkpoint.Size)}
 	if pl.Epoch != nil {
 		out.Log.KeyLogSeq = &pl.Epoch.Seq
 	}

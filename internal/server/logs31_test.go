@@ -503,6 +503,10 @@ func TestLogsRoutes(t *testing.T) {
 	if err != nil || pl.Log.N != 2 || pl.Index != 2 || pl.Epoch == nil || pl.Epoch.Seq != 1 {
 		t.Fatalf("Place of log 2's leaf 2: %+v, %v", pl, err)
 	}
+	// The dashboard's inspector names the log too.
+	if code, ins, body := r.a.inspect(bLeaf.Digest.String()); code != 200 || ins.Log == nil || ins.Log.Log != 2 || ins.Log.Index != 2 {
+		t.Errorf("the inspector's place of log 2's leaf 2: %d %s", code, body)
+	}
 }
 
 // TestLogsAuditFails (issue 31): a leaf of log 2 tampered fails the audit
