@@ -40,6 +40,9 @@ type Logged struct {
 // the log as it found it, which Count counts the sessions of (n is the
 // number of the room's pathways).
 func Resume(ctx context.Context, st store.Store, id sig.Hash, n int, loads *store.MemLoads) (Logged, error) {
+	// A table of loads in memory is a server's alone, on a store of one
+	// server (bbolt, memory), whose room has one log, 0 (issue 31); a
+	// shared store shares its table of loads instead.
 	var lg Logged
 	size, err := st.LogSize(ctx, id, 0)
 	if err != nil || size == 0 {
