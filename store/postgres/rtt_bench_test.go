@@ -6,11 +6,8 @@ import (
 	"net"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/waisteer/waisteer/store"
 )
 
 // delayed is a proxy on loopback that delivers every byte to the database at
@@ -121,28 +118,7 @@ func BenchmarkServersOneRoomRTT(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(time.Since(rtt).Microseconds())/50/1000, "rtt-ms")
-			var next atomic.Uint64
-			start := time.Now()
-			var wg sync.WaitGroup
-			for _, s := range ss {
-				wg.Go(func() {
-					for time.Since(start) < 3*time.Second {
-						from := next.Add(32) - 32
-						ds, ev := benchDecisions(32, from)
-						if err := s.PutDecisions(context.Background(), []store.Evidence{ev}, ds); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			took := time.Since(start)
-			var groups uint64
-			for _, s := range ss {
-				groups += s.metrics.groups.Load()
-			}
-			b.ReportMetric(float64(groups*32)/took.Seconds(), "decisions/s")
+			putTogether(b, ss)
 		})
 	}
 }
