@@ -69,7 +69,11 @@ func (h *Room) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	// The manifest goes out only once its decision is durable: it names
 	// the decision's URI (§8.4), where an auditor must find it.
 	if err := h.d.Commits.Commit(r.Context(), &x.job); err != nil {
-		// The committer has answered (or never took) the job.
+		// The committer has answered (or never took) the job. §6 counts
+		// a session from its latest stored decision: this one was not
+		// stored, so its Steer is taken back (a session counted until its
+		// expiry would inflate the loads of every decision after it).
+		h.d.Loads.Unsteer(h.id, session, x.t)
 		x.release()
 		h.unavailable(w, h.d.Fails.Failed("the decision could not be stored", err))
 		return
@@ -200,6 +204,7 @@ func (h *Room) decide(r *http.Request, q *report.Query, session report.Session, 
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {
+			h.d.Loads.Unsteer(h.id, session, x.t) // no decision: as on a failed commit
 			return api.Errorf(api.Internal, "deciding: %v", err)
 		}
 
