@@ -18,7 +18,9 @@ import (
 // concurrent requests: two requests never decide from one count.
 //
 // A session counts toward one pathway, the one its latest decision put
-// first, while now ≤ its expiry, and nowhere after. Expired sessions are
+// first, while now ≤ its expiry, and nowhere after. A Steer whose decision
+// is not stored is taken back (Unsteer): each session's entry keeps the
+// one before it for that, in its slot, so that neither costs an allocation. Expired sessions are
 // dropped in order of expiry before the loads are read (Steer, Snapshot,
 // Sweep), so a count never includes one. Instants are µs on the room clock
 // and are taken to be non-decreasing per room: a session dropped at one

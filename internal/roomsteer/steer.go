@@ -32,7 +32,8 @@ var errStale = errors.New("server: the room's policy changed during the request"
 // 429, which stop players' steering for good (players.md). A request that
 // cannot be stored (or decided) is answered 503 (or 500) with Retry-After,
 // which every player retries, rather than with a manifest whose decision
-// an auditor could not fetch.
+// an auditor could not fetch; its session's count is taken back (§6: a
+// session counts from its latest stored decision).
 func (h *Room) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	if !answer.Steerable(w, r) {
 		return
@@ -167,8 +168,8 @@ func (x *steering) decideLoads(loads []uint32, at uint64) (int, uint64, error) {
 // decide makes and signs the decision for one request into x: the report
 // read under the room's state (§4), the draw taken (§6.3), the loads taken
 // and the session counted atomically with the rest of the rule (§6,
-// Loads.Steer), the decision built and signed (§7.3) and compacted for the
-// store. A failure of the table of loads is store_unavailable; any other
+// Loads.Steer; taken back, Loads.Unsteer, if no decision comes of it), the
+// decision built and signed (§7.3) and compacted for the store. A failure of the table of loads is store_unavailable; any other
 // is internal. The request counts as being decided (the committer waits
 // for it, inFlight) from here until it is handed to the committer, or
 // until decide fails.

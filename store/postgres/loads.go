@@ -28,7 +28,9 @@ import (
 // others' every followEvery, by number in commit order: a load a decision
 // states is at most about stale (flushEvery + followEvery + a round trip)
 // behind the other servers' decisions. SPEC-NOTES §6 states the bound on
-// overshooting a capacity that follows.
+// overshooting a capacity that follows. A Steer whose decision is not
+// stored is taken back (Unsteer) before its row is written if it can be,
+// and by a row of its own after.
 type Loads struct {
 	st    *Store
 	local *store.MemLoads
