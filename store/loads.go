@@ -18,7 +18,9 @@ import (
 // concurrent requests: two requests never decide from one count.
 //
 // A session counts toward one pathway, the one its latest decision put
-// first, while now ≤ its expiry, and nowhere after. Expired sessions are
+// first, while now ≤ its expiry, and nowhere after. A Steer whose decision
+// is not stored is taken back (Unsteer): each session's entry keeps the
+// one before it for that, in its slot, so that neither costs an allocation. Expired sessions are
 // dropped in order of expiry before the loads are read (Steer, Snapshot,
 // Sweep), so a count never includes one. Instants are µs on the room clock
 // and are taken to be non-decreasing per room: a session dropped at one
@@ -59,10 +61,15 @@ type roomLoads struct {
 
 type liveSession struct {
 	session report.Session
-	pathway int32
 	t       uint64 // its latest decision's instant
 	expires uint64
-	at      int32 // its place in heap
+	// The entry before, while this one is a Steer's (steered), for
+	// Unsteer: a Steer whose decision is not stored is taken back to it.
+	prevT, prevExpires uint64
+	at                 int32 // its place in heap
+	pathway            uint8
+	prevPathway        uint8
+	steered, hadPrev   bool
 }
 
 // room is the room's table, made on first use. Rooms are never removed
@@ -112,8 +119,45 @@ func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session repo
 	if first < 0 || first >= n {
 		return fmt.Errorf("store: decide put pathway %d first, of %d", first, n)
 	}
-	r.set(session, int32(first), now, expires, now)
+	r.set(session, uint8(first), now, expires, now, true)
 	return nil
+}
+
+// Unsteer takes back the Steer of the session at t (Loads): the session's
+// entry before it is restored, or the session dropped if it had none, so
+// that the table is as if the Steer had not been, unless the session's
+// entry is no longer the one that Steer recorded (a later Steer or Merge,
+// an expiry, a Reset), which is left alone. An entry restored whose expiry
+// has passed counts nowhere. The instant after t is spent as well: a
+// later Steer of the room is after it, so that a table sharing the undo
+// as a row one µs after t (postgres.Loads) orders it before the session's
+// next decision.
+func (l *MemLoads) Unsteer(room sig.Hash, session report.Session, t uint64) Undone {
+	r, ok := (*l.rooms.Load())[room]
+	if !ok {
+		return Undone{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, held := r.slot[session]
+	if !held {
+		return Undone{}
+	}
+	ls := &r.slots[s]
+	if !ls.steered || ls.t != t {
+		return Undone{}
+	}
+	if t < 1<<64-1 && r.last < t+1 {
+		r.last = t + 1
+	}
+	u := Undone{Done: true, N: r.n, Taken: LoadEntry{First: int(ls.pathway), T: ls.t, Expires: ls.expires}}
+	if !ls.hadPrev {
+		r.drop(s)
+		return u
+	}
+	u.Had, u.Prev = true, LoadEntry{First: int(ls.prevPathway), T: ls.prevT, Expires: ls.prevExpires}
+	r.set(session, ls.prevPathway, ls.prevT, ls.prevExpires, r.last, false)
+	return u
 }
 
 // Merge records another server's decision for a session in the table
@@ -140,7 +184,7 @@ func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int
 	if s, held := r.slot[session]; held && r.slots[s].t >= t {
 		return
 	}
-	r.set(session, int32(first), t, expires, now)
+	r.set(session, uint8(first), t, expires, now, false)
 }
 
 // Snapshot returns the room's loads at now, in a new slice.
@@ -261,8 +305,10 @@ func (r *roomLoads) drop(s int32) {
 
 // set records that the session's latest decision put pathway first, until
 // expires: a session that changes pathway moves its count; one whose expiry
-// is already past counts nowhere.
-func (r *roomLoads) set(session report.Session, first int32, t, expires, now uint64) {
+// is already past counts nowhere. A Steer's entry (steered) keeps the one
+// it replaces, for Unsteer; another (a Merge, or an entry Unsteer
+// restores) cannot be taken back.
+func (r *roomLoads) set(session report.Session, first uint8, t, expires, now uint64, steered bool) {
 	s, held := r.slot[session]
 	if expires < now {
 		if held {
@@ -272,6 +318,10 @@ func (r *roomLoads) set(session report.Session, first int32, t, expires, now uin
 	}
 	if held {
 		ls := &r.slots[s]
+		ls.steered, ls.hadPrev = steered, steered
+		if steered {
+			ls.prevPathway, ls.prevT, ls.prevExpires = ls.pathway, ls.t, ls.expires
+		}
 		if ls.pathway != first {
 			r.counts[ls.pathway]--
 			r.counts[first]++
@@ -293,7 +343,7 @@ func (r *roomLoads) set(session report.Session, first int32, t, expires, now uin
 		s = int32(len(r.slots))
 		r.slots = append(r.slots, liveSession{})
 	}
-	r.slots[s] = liveSession{session: session, pathway: first, t: t, expires: expires, at: int32(len(r.heap))}
+	r.slots[s] = liveSession{session: session, pathway: first, t: t, expires: expires, at: int32(len(r.heap)), steered: steered}
 	r.slot[session] = s
 	r.counts[first]++
 	r.heap = append(r.heap, s)

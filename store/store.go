@@ -133,9 +133,10 @@ type Loads interface {
 	// session counted on the pathway its latest decision put first while
 	// it is still live, and calls decide with them (in the policy's order,
 	// n pathways) and the instant they were read at: now, or one µs after
-	// the room's previous Steer if now is not later, so that one table
-	// orders a room's decisions by their instants (the audit's recount,
-	// issue 16). decide returns the pathway the new decision puts first
+	// the room's previous Steer (or the instant after one Unsteer took
+	// back) if now is not later, so that one table orders a room's
+	// decisions by their instants (the audit's recount, issue 16).
+	// decide returns the pathway the new decision puts first
 	// and until when (µs on the room clock) the session counts toward it:
 	// it counts while now ≤ expires, and nowhere once expires < now.
 	// Steer records that before it returns. decide runs once, with the
@@ -145,12 +146,40 @@ type Loads interface {
 	// another count of pathways is reset to n first.
 	Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
 		decide func(loads []uint32, at uint64) (first int, expires uint64, err error)) error
+	// Unsteer takes back the Steer of the session whose decide was
+	// given the instant t, once that decision is known not to be stored
+	// (its group commit failed): §6 counts a session from its latest
+	// stored decision, and a request answered 503 stored none. The
+	// session's entry before that Steer is restored (its first pathway,
+	// instant and expiry), or the session dropped if it had none; an entry
+	// that is no longer that Steer's (a later Steer or another server's
+	// decision of the session, an expiry, a Reset) is left alone. It
+	// reports what it did. It is quick and needs no round trip: a shared
+	// table shares the undo as it shares a Steer.
+	Unsteer(room sig.Hash, session report.Session, t uint64) Undone
 	// Snapshot returns the room's loads at now (for status and metrics),
 	// in a new slice.
 	Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error)
 	// Reset forgets a room's sessions (a new policy may change the count
 	// of pathways).
 	Reset(ctx context.Context, room sig.Hash) error
+}
+
+// LoadEntry is a session's entry in a table of loads: the pathway its
+// latest decision put first, the decision's instant, and until when it
+// counts.
+type LoadEntry struct {
+	First      int
+	T, Expires uint64
+}
+
+// Undone is what an Unsteer did: nothing (Done false), or it took back
+// the entry Taken of a room's table of N pathways and restored Prev (Had)
+// or dropped the session (Had false).
+type Undone struct {
+	Done, Had   bool
+	N           int
+	Taken, Prev LoadEntry
 }
 
 // Feed is what a store shared by several servers (issue 15) tells each of

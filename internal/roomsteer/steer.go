@@ -32,7 +32,8 @@ var errStale = errors.New("server: the room's policy changed during the request"
 // 429, which stop players' steering for good (players.md). A request that
 // cannot be stored (or decided) is answered 503 (or 500) with Retry-After,
 // which every player retries, rather than with a manifest whose decision
-// an auditor could not fetch.
+// an auditor could not fetch; its session's count is taken back (§6: a
+// session counts from its latest stored decision).
 func (h *Room) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	if !answer.Steerable(w, r) {
 		return
@@ -69,7 +70,11 @@ func (h *Room) ServeSteer(w http.ResponseWriter, r *http.Request) {
 	// The manifest goes out only once its decision is durable: it names
 	// the decision's URI (§8.4), where an auditor must find it.
 	if err := h.d.Commits.Commit(r.Context(), &x.job); err != nil {
-		// The committer has answered (or never took) the job.
+		// The committer has answered (or never took) the job. §6 counts
+		// a session from its latest stored decision: this one was not
+		// stored, so its Steer is taken back (a session counted until its
+		// expiry would inflate the loads of every decision after it).
+		h.d.Loads.Unsteer(h.id, session, x.t)
 		x.release()
 		h.unavailable(w, h.d.Fails.Failed("the decision could not be stored", err))
 		return
@@ -163,8 +168,8 @@ func (x *steering) decideLoads(loads []uint32, at uint64) (int, uint64, error) {
 // decide makes and signs the decision for one request into x: the report
 // read under the room's state (§4), the draw taken (§6.3), the loads taken
 // and the session counted atomically with the rest of the rule (§6,
-// Loads.Steer), the decision built and signed (§7.3) and compacted for the
-// store. A failure of the table of loads is store_unavailable; any other
+// Loads.Steer; taken back, Loads.Unsteer, if no decision comes of it), the
+// decision built and signed (§7.3) and compacted for the store. A failure of the table of loads is store_unavailable; any other
 // is internal. The request counts as being decided (the committer waits
 // for it, inFlight) from here until it is handed to the committer, or
 // until decide fails.
@@ -200,6 +205,7 @@ func (h *Room) decide(r *http.Request, q *report.Query, session report.Session, 
 		}
 		d := &x.d
 		if err := rk.r.Fill(d, &x.out, h.signer, x.t, protocol, rep, session, x.loads); err != nil {
+			h.d.Loads.Unsteer(h.id, session, x.t) // no decision: as on a failed commit
 			return api.Errorf(api.Internal, "deciding: %v", err)
 		}
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,9 @@ import (
 // others' every followEvery, by number in commit order: a load a decision
 // states is at most about stale (flushEvery + followEvery + a round trip)
 // behind the other servers' decisions. SPEC-NOTES §6 states the bound on
-// overshooting a capacity that follows.
+// overshooting a capacity that follows. A Steer whose decision is not
+// stored is taken back (Unsteer) before its row is written if it can be,
+// and by a row of its own after.
 type Loads struct {
 	st    *Store
 	local *store.MemLoads
@@ -48,7 +51,8 @@ type Loads struct {
 	closed atomic.Bool
 }
 
-// steer is one decision's session, as waisteer.steers holds it.
+// steer is one decision's session, as waisteer.steers holds it, or the
+// undo of one already written (undo).
 type steer struct {
 	room    sig.Hash
 	session report.Session
@@ -56,6 +60,12 @@ type steer struct {
 	first   int
 	t       uint64 // the decision's instant
 	expires uint64
+	// An undo (Unsteer) removes this server's row of the session at t
+	// whose expiry is taken (the index on expiry finds it), and writes a
+	// row at t+1 with first and expires: the entry restored, or an
+	// expiry of 0 where the session is dropped.
+	undo  bool
+	taken uint64
 }
 
 // How often the shared table is written and read, and how often the rows
@@ -131,6 +141,38 @@ func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.
 	l.pending = append(l.pending, rec)
 	l.mu.Unlock()
 	return nil
+}
+
+// Unsteer takes back a Steer whose decision was not stored (store.Loads),
+// here at once and for the other servers as follows. Its row, still
+// pending, is removed: nobody ever reads it. A row already written (or
+// being written) is undone by the next flush: it is deleted, so that a
+// server that starts later never reads it, and a row one µs after it is
+// written for the servers that read it already, which take of two rows of
+// a session the later t (store.MemLoads.Merge): it restores the entry
+// before, or drops the session with an expiry already past. A Steer that
+// is no longer the session's entry here (a later Steer or Merge) writes
+// nothing: the later row is the latest for the others too.
+func (l *Loads) Unsteer(room sig.Hash, session report.Session, t uint64) store.Undone {
+	u := l.local.Unsteer(room, session, t)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// The row, if pending, is among the last: the undo comes within a
+	// commit's time of its Steer.
+	for i := len(l.pending) - 1; i >= 0; i-- {
+		if p := &l.pending[i]; !p.undo && p.t == t && p.session == session && p.room == room {
+			l.pending = slices.Delete(l.pending, i, i+1)
+			return u
+		}
+	}
+	if u.Done {
+		rec := steer{room: room, session: session, n: u.N, t: t, undo: true, taken: u.Taken.Expires}
+		if u.Had {
+			rec.first, rec.expires = u.Prev.First, u.Prev.Expires
+		}
+		l.pending = append(l.pending, rec)
+	}
+	return u
 }
 
 // Snapshot is the room's loads at now, every server's sessions counted.
@@ -252,10 +294,19 @@ func (l *Loads) flush(ctx context.Context) error {
 	rooms, sessions := make([][]byte, len(batch)), make([][]byte, len(batch))
 	ns, firsts, expires := make([]int16, len(batch)), make([]int16, len(batch)), make([]int64, len(batch))
 	ts := make([]int64, len(batch))
+	// The rows undone (Unsteer): rare, a commit failing while the
+	// database is up.
+	var uRooms, uSessions [][]byte
+	var uExpires, uTs []int64
 	for i := range batch {
 		b := &batch[i]
 		rooms[i], sessions[i] = b.room[:], b.session[:]
 		ns[i], firsts[i], expires[i], ts[i] = int16(b.n), int16(b.first), i64(b.expires), i64(b.t)
+		if b.undo {
+			ts[i] = i64(b.t + 1)
+			uRooms, uSessions = append(uRooms, b.room[:]), append(uSessions, b.session[:])
+			uExpires, uTs = append(uExpires, i64(b.taken)), append(uTs, i64(b.t))
+		}
 	}
 	err := l.st.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockSteers); err != nil {
@@ -265,6 +316,15 @@ func (l *Loads) flush(ctx context.Context) error {
 			SELECT nextval('waisteer.feed'), $1, r, s, n, f, e, t
 			FROM unnest($2::bytea[], $3::bytea[], $4::smallint[], $5::smallint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS u(r, s, n, f, e, t, i)
 			ORDER BY i`, l.st.instance, rooms, sessions, ns, firsts, expires, ts)
+		if err != nil || len(uTs) == 0 {
+			return err
+		}
+		// After the insert: a row undone may be in this batch too (a
+		// flush that failed, retried).
+		_, err = tx.Exec(ctx, `DELETE FROM waisteer.steers AS x
+			USING unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::bigint[]) AS u(r, s, e, t)
+			WHERE x.expires = u.e AND x.writer = $1 AND x.room = u.r AND x.session = u.s AND x.t = u.t`,
+			l.st.instance, uRooms, uSessions, uExpires, uTs)
 		return err
 	})
 	if err != nil {
