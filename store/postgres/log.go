@@ -21,6 +21,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
@@ -422,8 +423,13 @@ func (s *Store) forgetOwn(ids map[int32]bool) {
 // pid"; "" for log 0 of schema 4), its committed size and whether it is
 // sealed; the logs of servers gone are sealed first (live.go).
 func (s *Store) Logs(ctx context.Context, room sig.Hash) ([]store.LogInfo, error) {
-	if _, err := s.sealGone(ctx, &room); err != nil {
-		return nil, err
+	// The gone servers' logs are sealed first, at most once a beat: Logs
+	// answers public routes (every tile of a log asks it), which must not
+	// turn a flood of GETs into as many writes; the sweep seals them too.
+	if last := s.listed.Load(); time.Since(time.Unix(0, last)) >= s.live.beat && s.listed.CompareAndSwap(last, time.Now().UnixNano()) {
+		if _, err := s.sealGone(ctx, &room); err != nil {
+			return nil, err
+		}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT l.n, i.host, i.pid, l.size, l.sealed IS NOT NULL FROM waisteer.logs l
 		LEFT JOIN waisteer.instances i ON i.id = l.writer WHERE l.room = $1 ORDER BY l.n`, room[:])

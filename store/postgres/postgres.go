@@ -54,6 +54,7 @@ type Store struct {
 
 	live    liveness      // how often this opening says it is alive, and when others are gone
 	upSince atomic.Int64  // since when (UnixNano) every beat reached the database; 0 after a failed one
+	listed  atomic.Int64  // when Logs last sealed the gone servers' logs, ns since 1970: at most once a beat
 	stop    chan struct{} // closed by Close: the beat stops
 	beating sync.WaitGroup
 	closing atomic.Bool // set by Close: no log is made any more
