@@ -156,6 +156,11 @@ func (s *Server) run(prog string, args ...string) ([]byte, error) {
 // connections.
 func (s *Server) Resume() error {
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -c unix_socket_directories='' -c max_connections=200", s.port)
+	// More settings, for a diagnosis (pg_stat_statements, for one):
+	// WAISTEER_PGTEST_OPTIONS is added to the server's command line.
+	if more := os.Getenv("WAISTEER_PGTEST_OPTIONS"); more != "" {
+		opts += " " + more
+	}
 	if out, err := s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(s.dir, "log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		return fmt.Errorf("pgtest: pg_ctl start: %w\n%s\n%s", err, out, log)

@@ -4,11 +4,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/waisteer/waisteer/store"
 )
@@ -78,22 +76,19 @@ func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64
 	}
 }
 
-// pruneSnapshots removes those of the snapshots no decision references. A
-// writer that has just referenced one holds it locked; the removal then
-// fails on the reference (a foreign key violation) once that writer
-// commits, and the snapshot stays: that part is undone alone, at its
-// savepoint, and the next Prune tries again.
+// pruneSnapshots removes those of the snapshots no decision references.
+// A writer that has just referenced one holds it locked (FOR KEY SHARE, in
+// its group's first batch) until it commits; the lock taken here (FOR
+// UPDATE) waits for that commit and keeps later writers waiting, and the
+// question asked after it, in a statement of its own, sees every decision
+// committed before: a snapshot a decision references is never removed
+// (schema 6: no foreign key checks it). A writer that waited finds the
+// snapshot gone and writes it again (addSnapshots).
 func pruneSnapshots(ctx context.Context, tx pgx.Tx, ids []int64) (int, error) {
-	var gone int
-	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-		tag, err := sp.Exec(ctx, `DELETE FROM waisteer.snapshots n WHERE n.id = ANY($1)
-			AND NOT EXISTS (SELECT 1 FROM waisteer.decisions d WHERE d.snapshot = n.id)`, ids)
-		gone = int(tag.RowsAffected())
-		return err
-	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
-		return 0, nil
+	if _, err := tx.Exec(ctx, "SELECT id FROM waisteer.snapshots WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids); err != nil {
+		return 0, err
 	}
-	return gone, err
+	tag, err := tx.Exec(ctx, `DELETE FROM waisteer.snapshots n WHERE n.id = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM waisteer.decisions d WHERE d.snapshot = n.id)`, ids)
+	return int(tag.RowsAffected()), err
 }
