@@ -99,9 +99,14 @@ func parseSumCount(m []byte, family string) (benchSumCount, bool) {
 type benchServersRow struct {
 	servers  int
 	postgres bool
-	conns    []int // each server's connections
-	players  int   // in all
-	procs    int   // the servers' GOMAXPROCS, as the first printed it
+	// pinned: the server on core 0, and wrk and PostgreSQL on core 1,
+	// so that the server's rate is not the database's CPU taken from it
+	// (issue 31: one server on PostgreSQL beside bbolt, the database on a
+	// machine of its own as in production, here on a core of its own).
+	pinned  bool
+	conns   []int // each server's connections
+	players int   // in all
+	procs   int   // the servers' GOMAXPROCS, as the first printed it
 
 	rate     float64       // the servers' answers a second, added up
 	p99      time.Duration // over every answer (the Go generator), or the worst server's (wrk)
@@ -132,6 +137,10 @@ type benchServersRow struct {
 // name is the row's name in the issue's words.
 func (r *benchServersRow) name() string {
 	switch {
+	case r.pinned && !r.postgres:
+		return "one server on bbolt, on core 0"
+	case r.pinned:
+		return "one server on PostgreSQL, on core 0"
 	case !r.postgres:
 		return "one server on bbolt"
 	case r.servers == 1:
@@ -275,6 +284,27 @@ func (b *bencher) servers(ctx context.Context) (*benchServersReport, error) {
 			return nil, err
 		}
 	}
+	// One server on bbolt and on PostgreSQL again, the server on a core
+	// and the database on the other (with the load generator, as issue
+	// 30's harness has it): the server's rate with its database elsewhere.
+	if b.pin.canPin() {
+		row, err := b.pinnedRow(ctx, r, rep.engine, "", 0)
+		if err != nil {
+			return nil, fmt.Errorf("one server on bbolt, on core 0: %w", err)
+		}
+		rep.rows = append(rep.rows, row)
+		dsn, err := pg.NewDatabase()
+		if err != nil {
+			return nil, err
+		}
+		if row, err = b.pinnedRow(ctx, r, rep.engine, dsn, pid); err != nil {
+			return nil, fmt.Errorf("one server on PostgreSQL, on core 0: %w", err)
+		}
+		rep.rows = append(rep.rows, row)
+		if err := benchPGDone(ctx, pg.DSN("postgres"), dsn); err != nil {
+			return nil, err
+		}
+	}
 	if b.o.Audit > 0 {
 		n := benchServerCounts[len(benchServerCounts)-1]
 		dsn, err := pg.NewDatabase()
@@ -303,6 +333,21 @@ func (b *bencher) servers(ctx context.Context) (*benchServersReport, error) {
 	}
 	rep.loadAvg[1] = benchLoadAvg()
 	return rep, ctx.Err()
+}
+
+// pinnedRow is serversRow of one server pinned to core 0, with wrk and
+// (on PostgreSQL, whose postmaster is pgPID) every process of PostgreSQL
+// on core 1, given back every core after.
+func (b *bencher) pinnedRow(ctx context.Context, r *benchRoom, engine string, dsn string, pgPID int) (*benchServersRow, error) {
+	b.pin.on = true
+	defer func() { b.pin.on = false }()
+	if pgPID > 0 {
+		if err := pinTree(pgPID, b.pin.loadCores()); err != nil {
+			return nil, fmt.Errorf("pinning PostgreSQL: %w", err)
+		}
+		defer pinTree(pgPID, fmt.Sprintf("0-%d", b.pin.ncpu-1)) //nolint:errcheck // the next row starts a database of its own
+	}
+	return b.serversRow(ctx, r, engine, 1, dsn, pgPID)
 }
 
 // benchGroup is the servers of a row, running.
@@ -355,9 +400,13 @@ func (b *bencher) startGroup(ctx context.Context, r *benchRoom, engine string, n
 			g.close()
 		}
 	}()
+	cpus := "" // unpinned, but in pinnedRow
+	if b.pin.on {
+		cpus = b.pin.serverCore()
+	}
 	// One at a time: the first migrates a fresh database.
 	for range n {
-		c, err := b.startChildOn(ctx, benchReady, "", env, "bench", "serve", "-c", cfg)
+		c, err := b.startChildOn(ctx, benchReady, cpus, env, "bench", "serve", "-c", cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -399,7 +448,7 @@ type benchServersSnap struct {
 // database), primes a load for each, warms them up together, and measures
 // them saturated together for -d.
 func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n int, dsn string, pgPID int) (*benchServersRow, error) {
-	row := &benchServersRow{servers: n, postgres: dsn != "", conns: slices.Repeat([]int{b.o.halfConns()}, n)}
+	row := &benchServersRow{servers: n, postgres: dsn != "", pinned: b.pin.on, conns: slices.Repeat([]int{b.o.halfConns()}, n)}
 	b.logf("%s: starting", row.name())
 	g, err := b.startGroup(ctx, r, engine, n, dsn, row.conns)
 	if err != nil {

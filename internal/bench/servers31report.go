@@ -105,7 +105,7 @@ func benchMarkdownTable(w io.Writer, rows [][]string) {
 // bolt and pg are the rows on bbolt and the row of n servers on PostgreSQL.
 func (r *benchServersReport) bolt() *benchServersRow {
 	for _, row := range r.rows {
-		if !row.postgres {
+		if !row.postgres && !row.pinned {
 			return row
 		}
 	}
@@ -114,7 +114,17 @@ func (r *benchServersReport) bolt() *benchServersRow {
 
 func (r *benchServersReport) pg(n int) *benchServersRow {
 	for _, row := range r.rows {
-		if row.postgres && row.servers == n {
+		if row.postgres && row.servers == n && !row.pinned {
+			return row
+		}
+	}
+	return nil
+}
+
+// pinnedRow is the row on core 0 on PostgreSQL (pg) or on bbolt.
+func (r *benchServersReport) pinnedRow(pg bool) *benchServersRow {
+	for _, row := range r.rows {
+		if row.pinned && row.postgres == pg {
 			return row
 		}
 	}
@@ -131,6 +141,9 @@ func (r *benchServersReport) tableRows() [][]string {
 	for _, row := range r.rows {
 		rate := benchRate(row.rate)
 		switch {
+		case row.pinned && row.postgres && r.pinnedRow(false) != nil:
+			rate += fmt.Sprintf(" (%.2f of bbolt on core 0)", benchRatio(row.rate, r.pinnedRow(false).rate))
+		case row.pinned:
 		case row.postgres && row.servers == 1 && bolt != nil:
 			rate += fmt.Sprintf(" (%.2f of bbolt)", benchRatio(row.rate, bolt.rate))
 		case row.postgres && row.servers > 1 && one != nil:
@@ -201,7 +214,8 @@ func (r *benchServersReport) write(w io.Writer) {
 	fmt.Fprintf(w, "load average %s before, %s after\n", r.loadAvg[0], r.loadAvg[1])
 	fmt.Fprintf(w, "PostgreSQL   %s, started by the bench in a temporary directory (internal/pgtest), a fresh database for each row\n", r.pgBin)
 	fmt.Fprintf(w, "generator    %s; %d connections a server, as one server alone\n", r.generator, o.halfConns())
-	fmt.Fprintln(w, "pinning      none: the servers, PostgreSQL and the load generators share the machine's cores, as issue 31 measured")
+	fmt.Fprintln(w, "pinning      none: the servers, PostgreSQL and the load generators share the machine's cores, as issue 31 measured;")
+	fmt.Fprintln(w, "             but in the rows \"on core 0\": the server on core 0 alone, wrk and PostgreSQL on core 1 (taskset)")
 	procs := 0
 	if len(r.rows) > 0 {
 		procs = r.rows[0].procs
@@ -243,7 +257,7 @@ func (r *benchServersReport) write(w io.Writer) {
 		head := []string{"table"}
 		var pgRows []*benchServersRow
 		for _, row := range r.rows {
-			if row.postgres {
+			if row.postgres && !row.pinned {
 				pgRows = append(pgRows, row)
 				head = append(head, benchServersWord(row.servers))
 			}
@@ -353,8 +367,13 @@ func (r *benchServersReport) write(w io.Writer) {
 			pgRateGoal(one.rate, bolt.rate).write(w)
 		}
 	}
+	if pg, bolt := r.pinnedRow(true), r.pinnedRow(false); pg != nil && bolt != nil {
+		g := pgRateGoal(pg.rate, bolt.rate)
+		g.name = "PostgreSQL on a core of its own: one server's answers/s on core 0 / on bbolt"
+		g.write(w)
+	}
 	for _, row := range r.rows {
-		if row.postgres {
+		if row.postgres && !row.pinned {
 			pgBytesGoal(row.servers, row.decisions, row.decisionBytesPer()).write(w)
 		}
 	}
