@@ -100,6 +100,32 @@ type Log interface {
 	KeyEpochs(ctx context.Context, room sig.Hash) ([]KeyEpoch, error)
 }
 
+// OneLog is a Log that reads one log of a room alone, without listing the
+// others: a shared store's room gains a log at each opening of the store
+// by a server, and a route that asks for one log must not read them all.
+type OneLog interface {
+	// LogOf is log n of the room, or ErrNotFound.
+	LogOf(ctx context.Context, room sig.Hash, n int64) (LogInfo, error)
+}
+
+// LogOf is log n of the room in l, or ErrNotFound: read alone where l is
+// a OneLog, else found among its Logs.
+func LogOf(ctx context.Context, l Log, room sig.Hash, n int64) (LogInfo, error) {
+	if one, ok := l.(OneLog); ok {
+		return one.LogOf(ctx, room, n)
+	}
+	logs, err := l.Logs(ctx, room)
+	if err != nil {
+		return LogInfo{}, err
+	}
+	for _, li := range logs {
+		if li.N == n {
+			return li, nil
+		}
+	}
+	return LogInfo{}, ErrNotFound
+}
+
 // A KeyEpoch is a key log head a room has had, and from where in one of
 // its logs the head was in force: that log's decisions at or after From,
 // and before the From of the log's next epoch, are checked against it

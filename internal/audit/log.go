@@ -75,7 +75,7 @@ type logAt struct {
 
 // logOf finds the room and the log a route names and reads its size: log
 // 0 for the routes under /log/, and the log {n} under /logs/{n}/, which
-// must be one of the room's (store.Log.Logs).
+// must be one of the room's, read alone (store.LogOf).
 func (a *Audit) logOf(r *http.Request) (logAt, *api.Error) {
 	id, rm, aerr := a.logRoom(r)
 	if aerr != nil {
@@ -96,15 +96,13 @@ func (a *Audit) logOf(r *http.Request) (logAt, *api.Error) {
 	if err != nil {
 		return l, api.Errorf(api.BadLogRequest, "%v", err)
 	}
-	logs, err := a.st.Logs(r.Context(), id)
-	if err != nil {
-		return l, a.fails.Failed("the room's logs", err)
-	}
-	for _, li := range logs {
-		if li.N == n {
-			l.info, l.path = li, "/v1/rooms/"+id.String()+"/logs/"+ns
-			return l, nil
-		}
+	li, err := store.LogOf(r.Context(), a.st, id, n)
+	switch {
+	case err == nil:
+		l.info, l.path = li, "/v1/rooms/"+id.String()+"/logs/"+ns
+		return l, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return l, a.fails.Failed("the room's log", err)
 	}
 	return l, api.Errorf(api.NotFound, "room %s has no log %d (its logs are listed at /v1/rooms/%s/logs)", id, n, id)
 }

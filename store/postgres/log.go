@@ -423,13 +423,8 @@ func (s *Store) forgetOwn(ids map[int32]bool) {
 // pid"; "" for log 0 of schema 4), its committed size and whether it is
 // sealed; the logs of servers gone are sealed first (live.go).
 func (s *Store) Logs(ctx context.Context, room sig.Hash) ([]store.LogInfo, error) {
-	// The gone servers' logs are sealed first, at most once a beat: Logs
-	// answers public routes (every tile of a log asks it), which must not
-	// turn a flood of GETs into as many writes; the sweep seals them too.
-	if last := s.listed.Load(); time.Since(time.Unix(0, last)) >= s.live.beat && s.listed.CompareAndSwap(last, time.Now().UnixNano()) {
-		if _, err := s.sealGone(ctx, &room); err != nil {
-			return nil, err
-		}
+	if err := s.sealGoneSometimes(ctx, room); err != nil {
+		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT l.n, i.host, i.pid, l.size, l.sealed IS NOT NULL FROM waisteer.logs l
 		LEFT JOIN waisteer.instances i ON i.id = l.writer WHERE l.room = $1 ORDER BY l.n`, room[:])
@@ -439,20 +434,59 @@ func (s *Store) Logs(ctx context.Context, room sig.Hash) ([]store.LogInfo, error
 	defer rows.Close()
 	var ls []store.LogInfo
 	for rows.Next() {
-		var l store.LogInfo
-		var n int32
-		var host *string
-		var pid *int32
-		if err := rows.Scan(&n, &host, &pid, &l.Size, &l.Sealed); err != nil {
+		l, err := scanLogInfo(rows)
+		if err != nil {
 			return nil, err
-		}
-		l.N = int64(n)
-		if host != nil && pid != nil {
-			l.Server = *host + " " + strconv.Itoa(int(*pid))
 		}
 		ls = append(ls, l)
 	}
 	return ls, rows.Err()
+}
+
+// LogOf is log n of the room alone (store.OneLog), as Logs lists it, or
+// store.ErrNotFound: the route of one log (every tile of it asks) reads
+// its row, however many logs the room's servers have made.
+func (s *Store) LogOf(ctx context.Context, room sig.Hash, n int64) (store.LogInfo, error) {
+	if n < 0 || n > math.MaxInt32 {
+		return store.LogInfo{}, store.ErrNotFound
+	}
+	if err := s.sealGoneSometimes(ctx, room); err != nil {
+		return store.LogInfo{}, err
+	}
+	l, err := scanLogInfo(s.pool.QueryRow(ctx, `SELECT l.n, i.host, i.pid, l.size, l.sealed IS NOT NULL FROM waisteer.logs l
+		LEFT JOIN waisteer.instances i ON i.id = l.writer WHERE l.room = $1 AND l.n = $2`, room[:], int32(n)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.LogInfo{}, store.ErrNotFound
+	}
+	return l, err
+}
+
+// sealGoneSometimes seals the gone servers' logs of the room, at most once
+// a beat: Logs and LogOf answer public routes, which must not turn a flood
+// of GETs into as many writes; the sweep seals them too (live.go).
+func (s *Store) sealGoneSometimes(ctx context.Context, room sig.Hash) error {
+	if last := s.listed.Load(); time.Since(time.Unix(0, last)) >= s.live.beat && s.listed.CompareAndSwap(last, time.Now().UnixNano()) {
+		if _, err := s.sealGone(ctx, &room); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanLogInfo reads a row of (n, host, pid, size, sealed).
+func scanLogInfo(row pgx.Row) (store.LogInfo, error) {
+	var l store.LogInfo
+	var n int32
+	var host *string
+	var pid *int32
+	if err := row.Scan(&n, &host, &pid, &l.Size, &l.Sealed); err != nil {
+		return store.LogInfo{}, err
+	}
+	l.N = int64(n)
+	if host != nil && pid != nil {
+		l.Server = *host + " " + strconv.Itoa(int(*pid))
+	}
+	return l, nil
 }
 
 // OwnLog is the log this server appends the room's decisions to, made

@@ -87,6 +87,20 @@ func testLog(t *testing.T, e Engine) {
 			if err != nil || !slices.ContainsFunc(logs, func(l store.LogInfo) bool { return l.N == mine.N && l.Size == n && !l.Sealed }) {
 				t.Fatalf("%s: room %s's logs %+v, %v: its own, %d of %d leaves, is not among them", when, room, logs, err, mine.N, n)
 			}
+			// Each log read alone is as listed, and a number not listed
+			// is not found (store.LogOf: the routes of one log).
+			last := int64(-1)
+			for _, li := range logs {
+				if one, err := store.LogOf(bg, s, room, li.N); err != nil || one != li {
+					t.Fatalf("%s: room %s's log %d alone: %+v, %v; listed %+v", when, room, li.N, one, err, li)
+				}
+				last = max(last, li.N)
+			}
+			for _, n := range []int64{last + 1, -1, 1 << 40} {
+				if one, err := store.LogOf(bg, s, room, n); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("%s: room %s's log %d, not listed: %+v, %v; want store.ErrNotFound", when, room, n, one, err)
+				}
+			}
 			got, err := s.LogEntries(bg, room, mine.N, 0, n)
 			if err != nil || !slices.Equal(got, want[room]) {
 				t.Fatalf("%s: room %s's log entries %v, want the decisions in commit order, %v", when, room, err, len(want[room]))
