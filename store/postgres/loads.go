@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -38,6 +39,12 @@ type Loads struct {
 
 	mu      sync.Mutex
 	pending []steer // this server's, not yet written
+	// The instants (ns since 1970, 0 for none) since which the oldest
+	// pending row waits, and the oldest of the rows a flush is writing.
+	pendingSince, flushingSince int64
+	// changed is closed, and replaced, at each follow and flush that
+	// succeeds: a Steer waiting for the table to be current wakes.
+	changed chan struct{}
 
 	now  atomic.Uint64 // the latest instant a Steer was given, for pruning expired rows
 	stop context.CancelFunc
@@ -46,7 +53,12 @@ type Loads struct {
 	// restored is closed once the live sessions the others held at the
 	// start are counted (the first follow, beside steering: issue 31).
 	restored chan struct{}
-	followed atomic.Int64 // when the others' sessions were last read, ns since 1970
+	// followed is when the last follow that succeeded began, ns since
+	// 1970: it read every row committed before.
+	followed  atomic.Int64
+	following atomic.Bool   // the first follow is done: Steer holds δ
+	waited    atomic.Uint64 // Steers that waited for the table to be current
+	refused   atomic.Uint64 // Steers refused, the table not current in time
 
 	closed atomic.Bool
 }
@@ -76,6 +88,24 @@ const (
 	pruneEvery  = time.Minute
 	steersBatch = 10000
 )
+
+// The bound δ on the loads across servers (SPEC-NOTES, "Issue 31"), which
+// Steer holds: a session another server counted at t is in the table by
+// t + staleBound (its server steers nothing while one of its rows waits
+// longer to be written), and this server has read the table as it was
+// staleBound ago (it steers nothing while its last follow began longer
+// ago), so that a decision's loads count every session of every server
+// steered more than 2·staleBound = 200 ms before it, plus round trips.
+// Overloaded, a server waits for its follower and its flusher (the rate
+// falls, not the bound), up to staleWait, then refuses (503).
+const (
+	staleBound = 100 * time.Millisecond
+	staleWait  = time.Second
+)
+
+// errStale is a Steer refused: the table did not become current in
+// staleWait, or the database is down.
+var errStale = errors.New("postgres: the shared table of loads is not current: the other servers' sessions would be counted late")
 
 var _ store.Loads = (*Loads)(nil)
 
@@ -122,6 +152,9 @@ func (l *Loads) Close() error {
 // session, here at once and for the others at the next flush.
 func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
 	decide func(loads []uint32, at uint64) (first int, expires uint64, err error)) error {
+	if err := l.current(ctx); err != nil {
+		return err
+	}
 	var rec steer
 	err := l.local.Steer(ctx, room, n, session, now, func(loads []uint32, at uint64) (int, uint64, error) {
 		first, expires, err := decide(loads, at)
@@ -138,9 +171,71 @@ func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.
 		}
 	}
 	l.mu.Lock()
+	if len(l.pending) == 0 {
+		l.pendingSince = time.Now().UnixNano()
+	}
 	l.pending = append(l.pending, rec)
 	l.mu.Unlock()
 	return nil
+}
+
+// current waits until the table is current (staleBound): the last follow
+// began within it, and none of this server's rows has waited longer to be
+// written. Before the first follow it does not wait: the table is being
+// restored, and the decisions state fewer than live (Restored). It
+// refuses at once while the database is down, and after staleWait.
+func (l *Loads) current(ctx context.Context) error {
+	if !l.following.Load() {
+		return nil
+	}
+	var deadline time.Time
+	for {
+		now := time.Now().UnixNano()
+		l.mu.Lock()
+		late := now-l.followed.Load() > int64(staleBound) ||
+			l.pendingSince != 0 && now-l.pendingSince > int64(staleBound) ||
+			l.flushingSince != 0 && now-l.flushingSince > int64(staleBound)
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if !late {
+			return nil
+		}
+		if !l.st.Up() {
+			l.refused.Add(1)
+			return errStale
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(staleWait)
+			l.waited.Add(1)
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			l.refused.Add(1)
+			return errStale
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// wake wakes the Steers waiting for the table to be current.
+func (l *Loads) wake() {
+	l.mu.Lock()
+	if l.changed != nil {
+		close(l.changed)
+	}
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
 }
 
 // Unsteer takes back a Steer whose decision was not stored (store.Loads),
@@ -162,6 +257,9 @@ func (l *Loads) Unsteer(room sig.Hash, session report.Session, t uint64) store.U
 	for i := len(l.pending) - 1; i >= 0; i-- {
 		if p := &l.pending[i]; !p.undo && p.t == t && p.session == session && p.room == room {
 			l.pending = slices.Delete(l.pending, i, i+1)
+			if len(l.pending) == 0 {
+				l.pendingSince = 0
+			}
 			return u
 		}
 	}
@@ -169,6 +267,9 @@ func (l *Loads) Unsteer(room sig.Hash, session report.Session, t uint64) store.U
 		rec := steer{room: room, session: session, n: u.N, t: t, undo: true, taken: u.Taken.Expires}
 		if u.Had {
 			rec.first, rec.expires = u.Prev.First, u.Prev.Expires
+		}
+		if len(l.pending) == 0 {
+			l.pendingSince = time.Now().UnixNano()
 		}
 		l.pending = append(l.pending, rec)
 	}
@@ -256,6 +357,7 @@ func (l *Loads) run(ctx context.Context) {
 			}
 		case at = <-first:
 			following = true
+			l.following.Store(true)
 		case <-follow.C:
 			if waiting() || !following {
 				continue
@@ -285,8 +387,11 @@ const (
 // feed's lock; on failure they wait for the next.
 func (l *Loads) flush(ctx context.Context) error {
 	l.mu.Lock()
-	batch := l.pending
-	l.pending = nil
+	batch, since := l.pending, l.pendingSince
+	l.pending, l.pendingSince = nil, 0
+	if len(batch) > 0 {
+		l.flushingSince = since
+	}
 	l.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
@@ -327,18 +432,23 @@ func (l *Loads) flush(ctx context.Context) error {
 			l.st.instance, uRooms, uSessions, uExpires, uTs)
 		return err
 	})
+	l.mu.Lock()
+	l.flushingSince = 0
 	if err != nil {
-		l.mu.Lock()
 		l.pending = append(batch, l.pending...)
+		l.pendingSince = since
 		l.mu.Unlock()
 		return err
 	}
+	l.mu.Unlock()
+	l.wake()
 	return nil
 }
 
 // follow merges the other servers' sessions numbered after at, and
 // returns the last number read.
 func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
+	began := time.Now().UnixNano()
 	for {
 		rows, err := l.st.pool.Query(ctx, `SELECT seq, writer, room, session, n, first, expires, t FROM waisteer.steers
 			WHERE seq > $1 ORDER BY seq LIMIT $2`, at, steersBatch)
@@ -365,7 +475,8 @@ func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
 			return at, err
 		}
 		if k < steersBatch {
-			l.followed.Store(time.Now().UnixNano())
+			l.followed.Store(began)
+			l.wake()
 			return at, nil
 		}
 	}
