@@ -43,6 +43,7 @@ func runBench(e *env, args []string) error {
 	fs.DurationVar(&o.Soak, "soak", 0, "instead of the phases, serve at half its saturated rate with its hops posting for this `duration`, with a line each minute")
 	fs.BoolVar(&o.Servers, "servers", false, "instead of the phases, issue 31's table: one server on bbolt, then 1, 2 and 3 servers on one PostgreSQL that the bench starts (PostgreSQL's programs needed), saturated together, each server with the least of -conns as one alone; with -audit N, the three servers' room is then filled to N decisions and audited")
 	fs.IntVar(&o.Audit, "audit", 0, "instead of the phases, saturate the server until it has made this many decisions, then audit its log (issue 16)")
+	fs.BoolVar(&o.AuditSaturated, "audit-saturated", false, "with -servers -audit N: load the audited room saturated (closed loop) rather than at half the saturated rate, so that the audit checks δ under overload")
 	fs.IntVar(&o.AuditSample, "audit-sample", 2000, "with -audit: the decisions the audit verifies by §9 in full (0: all)")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
 	startupDecisions := fs.Int("startup-decisions", 0, "the decisions of the start-up's store, built through the store API (0: 3750000, or 50000 with -quick)")
@@ -59,7 +60,7 @@ func runBench(e *env, args []string) error {
 	}
 	if *quick {
 		q := bench.NewOptions(true)
-		q.Generator, q.Soak, q.Audit, q.AuditSample, q.Servers = o.Generator, o.Soak, o.Audit, o.AuditSample, o.Servers
+		q.Generator, q.Soak, q.Audit, q.AuditSample, q.Servers, q.AuditSaturated = o.Generator, o.Soak, o.Audit, o.AuditSample, o.Servers, o.AuditSaturated
 		o = q
 	} else {
 		var err error

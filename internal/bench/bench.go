@@ -61,12 +61,16 @@ type Options struct {
 	Profile                        string
 	Generator                      string // GeneratorAuto, GeneratorWrk or GeneratorGo
 	Soak                           time.Duration
-	Audit, AuditSample             int    // decisions to make then audit, and the audit's sample (issue 16)
-	Servers                        bool   // issue 31's table instead: one server on bbolt, 1, 2 and 3 on one PostgreSQL (servers31.go)
-	StartupDecisions               int    // the start-up's store (issue 30: 3.75 M)
-	Results                        string // a results file whose run (or soak) section gets the report (results.go)
-	Command                        string // the command line, for the results file
-	Quick                          bool
+	Audit, AuditSample             int // decisions to make then audit, and the audit's sample (issue 16)
+	// AuditSaturated loads the audited room of -servers unpaced, past what
+	// the machine can do, rather than at half the saturated rate: δ held
+	// under overload (issue 31).
+	AuditSaturated   bool
+	Servers          bool   // issue 31's table instead: one server on bbolt, 1, 2 and 3 on one PostgreSQL (servers31.go)
+	StartupDecisions int    // the start-up's store (issue 30: 3.75 M)
+	Results          string // a results file whose run (or soak) section gets the report (results.go)
+	Command          string // the command line, for the results file
+	Quick            bool
 }
 
 // Run runs the benchmark of o and writes its report to stdout; what it is

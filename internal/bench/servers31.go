@@ -95,6 +95,25 @@ func parseSumCount(m []byte, family string) (benchSumCount, bool) {
 	return h, found
 }
 
+// parseCounter is the family's value in the text of /metrics, added up
+// over its series; 0 when it has none.
+func parseCounter(m []byte, family string) uint64 {
+	var n uint64
+	for line := range strings.SplitSeq(string(m), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if base, _, _ := strings.Cut(name, "{"); base == family {
+			var x uint64
+			if _, err := fmt.Sscan(v, &x); err == nil {
+				n += x
+			}
+		}
+	}
+	return n
+}
+
 // benchServersRow is one row of issue 31's table.
 type benchServersRow struct {
 	servers  int
@@ -128,6 +147,7 @@ type benchServersRow struct {
 
 	lock, groups benchSumCount // over the phase, every server's: waisteer_pg_round_trip_seconds, waisteer_commit_group_size
 	lockOK       bool
+	waits        [2]uint64 // over the phase: the decisions that waited for the shared loads to be current (δ), and those refused
 
 	// The store once its servers stopped: its decisions beside the
 	// servers' 200s over their lives (and, on bbolt, its log's leaves).
@@ -315,7 +335,7 @@ func (b *bencher) servers(ctx context.Context) (*benchServersReport, error) {
 		// as servers keep it, not one past what the machine can do, where
 		// the shared loads fall behind their bound (SPEC-NOTES, "Issue 31").
 		rate := 0.0
-		if row := rep.pg(n); row != nil {
+		if row := rep.pg(n); row != nil && !b.o.AuditSaturated {
 			rate = row.rate / 2
 		}
 		g, err := b.startGroup(ctx, r, rep.engine, n, dsn, slices.Repeat([]int{b.o.halfConns()}, n))
@@ -437,6 +457,7 @@ type benchServersSnap struct {
 	ok           bool
 	lock, groups benchSumCount
 	lockOK       bool
+	waits        [2]uint64 // waisteer_pg_loads_waits_total and _refused_total, every server's
 	decisions    uint64
 	tables       map[string]int64
 	file         int64
@@ -575,6 +596,9 @@ func (row *benchServersRow) measured(phs []benchPhase, g *benchGroup, before, af
 	}
 	row.lock, row.lockOK = after.lock.minus(before.lock), before.lockOK && after.lockOK
 	row.groups = after.groups.minus(before.groups)
+	for i := range row.waits {
+		row.waits[i] = after.waits[i] - min(before.waits[i], after.waits[i])
+	}
 }
 
 // drive saturates every load at once for d, each by its own generator,
@@ -623,6 +647,8 @@ func (b *bencher) serversSnap(ctx context.Context, g *benchGroup, dsn string) (b
 		groups, _ := parseSumCount(m, "waisteer_commit_group_size")
 		sn.groups.sum += groups.sum
 		sn.groups.count += groups.count
+		sn.waits[0] += parseCounter(m, "waisteer_pg_loads_waits_total")
+		sn.waits[1] += parseCounter(m, "waisteer_pg_loads_refused_total")
 	}
 	if dsn == "" {
 		sn.lockOK = false

@@ -503,3 +503,26 @@ func TestOthers(t *testing.T) {
 		t.Errorf("share %v, want 0.2", got)
 	}
 }
+
+// parseCounter adds a counter's series up, and skips comments, other
+// families (one whose name begins with it included) and unreadable values:
+// the bench's δ waits (issue 31) are every server's sum.
+func TestParseCounter(t *testing.T) {
+	m := []byte(`# HELP waisteer_pg_loads_waits_total Decisions that waited.
+# TYPE waisteer_pg_loads_waits_total counter
+waisteer_pg_loads_waits_total 7
+waisteer_pg_loads_waits_total{room="a"} 5
+waisteer_pg_loads_waits_totally 100
+waisteer_pg_loads_waits_total{room="b"} x
+waisteer_pg_loads_refused_total 2
+`)
+	if got := parseCounter(m, "waisteer_pg_loads_waits_total"); got != 12 {
+		t.Errorf("waits %d, want 7 + 5 = 12", got)
+	}
+	if got := parseCounter(m, "waisteer_pg_loads_refused_total"); got != 2 {
+		t.Errorf("refused %d, want 2", got)
+	}
+	if got := parseCounter(m, "waisteer_absent_total"); got != 0 {
+		t.Errorf("an absent family: %d, want 0", got)
+	}
+}

@@ -287,11 +287,17 @@ func (r *benchServersReport) write(w io.Writer) {
 	}
 
 	fmt.Fprintln(w, "Each row's phase: the servers' connections, decisions per group commit, and the machine's CPU seconds over the phase: the servers',")
-	fmt.Fprintln(w, "  PostgreSQL's, the load generators', and the rest (what else ran on the machine: the rates pay for it, the CPU per decision does not)")
+	fmt.Fprintln(w, "  PostgreSQL's, the load generators', and the rest (what else ran on the machine: the rates pay for it, the CPU per decision does not);")
+	fmt.Fprintln(w, "  on PostgreSQL, the decisions that waited for the shared loads to be current (δ: the follower's and the flusher's lag within 100 ms),")
+	fmt.Fprintln(w, "  and those refused for it")
 	for _, row := range r.rows {
-		fmt.Fprintf(w, "  %-44s connections %-10s decisions per group %5.1f  CPU over %s: servers %s, PostgreSQL %s, generators %s, the rest %s; steal %.0f %%\n", row.name(),
+		waits := ""
+		if row.postgres {
+			waits = fmt.Sprintf("; δ waits %d, refused %d", row.waits[0], row.waits[1])
+		}
+		fmt.Fprintf(w, "  %-44s connections %-10s decisions per group %5.1f  CPU over %s: servers %s, PostgreSQL %s, generators %s, the rest %s; steal %.0f %%%s\n", row.name(),
 			benchJoinInts(row.conns), row.groups.mean(), benchSeconds(row.elapsed), benchSeconds(row.cpuServers), benchSeconds(row.cpuPG), benchSeconds(row.cpuGen),
-			benchSeconds(row.others()), 100*row.steal)
+			benchSeconds(row.others()), 100*row.steal, waits)
 	}
 	fmt.Fprintln(w)
 
@@ -341,10 +347,17 @@ func (r *benchServersReport) write(w io.Writer) {
 
 	audited := r.audit
 	if a := audited; a != nil {
-		fmt.Fprintf(w, "The audit (-audit %d): %d servers on a database of their own, loaded together at %s requests/s (half the row's saturated rate,\n",
-			o.Audit, a.servers, benchRate(a.rate))
-		fmt.Fprintf(w, "  the Go generator, paced) for %s, until their room held %d decisions (%d answers not 200); then `waisteer audit` through\n",
-			a.made.Round(time.Second), a.held, a.failures)
+		if a.rate > 0 {
+			fmt.Fprintf(w, "The audit (-audit %d): %d servers on a database of their own, loaded together at %s requests/s (half the row's saturated rate,\n",
+				o.Audit, a.servers, benchRate(a.rate))
+			fmt.Fprintf(w, "  the Go generator, paced) for %s, until their room held %d decisions (%d answers not 200); then `waisteer audit` through\n",
+				a.made.Round(time.Second), a.held, a.failures)
+		} else {
+			fmt.Fprintf(w, "The audit (-audit %d -audit-saturated): %d servers on a database of their own, loaded together saturated (the Go generator,\n",
+				o.Audit, a.servers)
+			fmt.Fprintf(w, "  closed loop) for %s, until their room held %d decisions (%d answers not 200); then `waisteer audit` through\n",
+				a.made.Round(time.Second), a.held, a.failures)
+		}
 		fmt.Fprintf(w, "  the first server, δ %d ms, %d decisions verified by WAI §9 in full:\n", benchServersStaleness/1000, o.AuditSample)
 		for _, l := range strings.Split(strings.TrimRight(a.report.String(), "\n"), "\n") {
 			fmt.Fprintf(w, "  %s\n", l)
