@@ -222,6 +222,14 @@ func timeouts(cc *pgx.ConnConfig, dsn string, o options, statement bool) {
 	if _, ok := cc.RuntimeParams["statement_timeout"]; statement && !ok && !strings.Contains(cc.RuntimeParams["options"], "statement_timeout") {
 		cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.statement.Milliseconds(), 10)
 	}
+	// The store's statements are prepared once a connection (pgx's cache)
+	// and their plans do not depend on the values: a group's insert of
+	// unnest()ed arrays was planned again at every execution (a custom
+	// plan, costed on the arrays' lengths), 11 % of PostgreSQL's CPU at
+	// saturation (issue 31, perf). Its generic plan is made once.
+	if _, ok := cc.RuntimeParams["plan_cache_mode"]; statement && !ok && !strings.Contains(cc.RuntimeParams["options"], "plan_cache_mode") {
+		cc.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 }
 
 // connectErr says, of a connection that timed out, after how long: a
