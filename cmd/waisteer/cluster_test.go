@@ -248,11 +248,11 @@ func TestMigrateCommand(t *testing.T) {
 	_, bolt := testRoomFiles(t, t.TempDir())
 	cfg := onPostgres(t, bolt)
 	out, errs, code := waisteer(t, "", "migrate", "-c", cfg)
-	if code != 0 || out != "schema at version 5: applied [1 2 3 4 5]\n" {
+	if code != 0 || out != "schema at version 6: applied [1 2 3 4 5 6]\n" {
 		t.Fatalf("first migrate: exit %d: %q %s", code, out, errs)
 	}
 	out, errs, code = waisteer(t, "", "migrate", "-c", cfg)
-	if code != 0 || out != "schema at version 5: nothing to apply\n" {
+	if code != 0 || out != "schema at version 6: nothing to apply\n" {
 		t.Fatalf("second migrate: exit %d: %q %s", code, out, errs)
 	}
 	if _, errs, code := waisteer(t, "", "migrate", "-c", bolt); code != 1 || !strings.Contains(errs, `[store] engine is "bbolt": only a PostgreSQL store has migrations`) {

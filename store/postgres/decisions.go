@@ -83,7 +83,12 @@ func (s *Store) PutDecisions(ctx context.Context, ev []store.Evidence, ds []stor
 			s.frontiers[id] = f
 		}
 	}
+	loads := s.loads
 	s.mu.Unlock()
+	if loads != nil {
+		// Their sessions are the others' to read now (Loads).
+		loads.committed(ds)
+	}
 	return nil
 }
 

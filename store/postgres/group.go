@@ -186,7 +186,13 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		ts, ctxs, snaps []int64
 		logs            []int32
 		idx             []int64
+		steered         []bool // a session's entry (Loads): first and ends
+		firsts          []int16
+		ends            []int64
 	}{}
+	s.mu.Lock()
+	loads := s.loads
+	s.mu.Unlock()
 	leaves := map[sig.Hash][]store.LogEntry{}
 	for _, i := range todo {
 		d := &ds[i]
@@ -198,6 +204,13 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		cols.ts, cols.ctxs, cols.snaps = append(cols.ts, i64(d.T)), append(cols.ctxs, id), append(cols.snaps, snapshots[d.Evidence])
 		l := logs[d.Room]
 		cols.logs, cols.idx = append(cols.logs, l), append(cols.idx, sizes[l]+int64(len(leaves[d.Room])))
+		var first int
+		var ends uint64
+		ok := false
+		if loads != nil {
+			first, ends, ok = loads.steered(d)
+		}
+		cols.steered, cols.firsts, cols.ends = append(cols.steered, ok), append(cols.firsts, int16(first)), append(cols.ends, i64(ends))
 		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
 	}
 
@@ -241,10 +254,11 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	// The last round trip. A digest held fails the insert, and so the
 	// transaction: a leaf is never a hole.
 	b = &pgx.Batch{}
-	b.Queue(`INSERT INTO waisteer.decisions (t, snapshot, idx, context, log, digest, row)
-		SELECT t, s, x, c, l, d, r
-		FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[]) AS u(d, t, c, s, r, l, x)`,
-		cols.digests, cols.ts, cols.ctxs, cols.snaps, cols.rows, cols.logs, cols.idx)
+	b.Queue(`INSERT INTO waisteer.decisions (t, snapshot, idx, context, log, digest, row, first, ends)
+		SELECT t, s, x, c, l, d, r, CASE WHEN h THEN f END, CASE WHEN h THEN e END
+		FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[],
+			$8::boolean[], $9::smallint[], $10::bigint[]) AS u(d, t, c, s, r, l, x, h, f, e)`,
+		cols.digests, cols.ts, cols.ctxs, cols.snaps, cols.rows, cols.logs, cols.idx, cols.steered, cols.firsts, cols.ends)
 	if len(tiles) > 0 {
 		levels, ns, data := make([]int16, len(tiles)), make([]int64, len(tiles)), make([][]byte, len(tiles))
 		for i, t := range tiles {

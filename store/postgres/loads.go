@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,29 +23,33 @@ import (
 // counts the sessions of every server, and a session counts once, on the
 // pathway its latest decision put first, whichever server made it.
 //
-// Each server writes its decisions' sessions (room, session, first
-// pathway, expiry) to waisteer.steers every flushEvery, and reads the
-// others' every followEvery, by number in commit order: a load a decision
-// states is at most about stale (flushEvery + followEvery + a round trip)
-// behind the other servers' decisions. SPEC-NOTES §6 states the bound on
-// overshooting a capacity that follows. A Steer whose decision is not
-// stored is taken back (Unsteer) before its row is written if it can be,
-// and by a row of its own after.
+// A server's sessions reach the others with its decisions (schema 6): each
+// decision's row carries the pathway it put first and its session's
+// expiry, written in the decision's group commit, and each server reads
+// the other servers' logs every followEvery, each from where it stopped
+// (a log is appended to in order, and its size committed with its
+// leaves). So a session counts elsewhere only once its decision is stored
+// (§6: a session counts from its latest stored decision), and nothing is
+// written for it but its decision: a Steer whose decision is not stored is
+// taken back here alone (Unsteer). A load a decision states is at most
+// about stale (its commit + followEvery + a round trip) behind the other
+// servers' decisions; Steer holds the bound δ (current). SPEC-NOTES §6
+// states the bound on overshooting a capacity that follows.
 type Loads struct {
 	st    *Store
 	local *store.MemLoads
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	pending []steer // this server's, not yet written
-	// The instants (ns since 1970, 0 for none) since which the oldest
-	// pending row waits, and the oldest of the rows a flush is writing.
-	pendingSince, flushingSince int64
-	// changed is closed, and replaced, at each follow and flush that
+	mu sync.Mutex
+	// made is this server's Steers whose decisions are not yet committed:
+	// their group's commit writes the pathway first and the expiry of each
+	// (steered), and forgets them (committed).
+	made map[madeKey]madeEntry
+	// changed is closed, and replaced, at each follow and commit that
 	// succeeds: a Steer waiting for the table to be current wakes.
 	changed chan struct{}
 
-	now  atomic.Uint64 // the latest instant a Steer was given, for pruning expired rows
+	now  atomic.Uint64 // the latest instant a Steer was given: the others' expired sessions are not merged
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
@@ -54,7 +57,7 @@ type Loads struct {
 	// start are counted (the first follow, beside steering: issue 31).
 	restored chan struct{}
 	// followed is when the last follow that succeeded began, ns since
-	// 1970: it read every row committed before.
+	// 1970: it read every decision committed before.
 	followed  atomic.Int64
 	following atomic.Bool   // the first follow is done: Steer holds δ
 	waited    atomic.Uint64 // Steers that waited for the table to be current
@@ -63,41 +66,42 @@ type Loads struct {
 	closed atomic.Bool
 }
 
-// steer is one decision's session, as waisteer.steers holds it, or the
-// undo of one already written (undo).
-type steer struct {
+// madeKey is a decision's session as Steer saw it: the decision has the
+// same room, session and t.
+type madeKey struct {
 	room    sig.Hash
 	session report.Session
-	n       int
-	first   int
-	t       uint64 // the decision's instant
-	expires uint64
-	// An undo (Unsteer) removes this server's row of the session at t
-	// whose expiry is taken (the index on expiry finds it), and writes a
-	// row at t+1 with first and expires: the entry restored, or an
-	// expiry of 0 where the session is dropped.
-	undo  bool
-	taken uint64
+	t       uint64
 }
 
-// How often the shared table is written and read, and how often the rows
-// of expired sessions are removed.
+type madeEntry struct {
+	first   int
+	expires uint64
+	since   int64 // when Steer gave it, ns since 1970
+}
+
+// How often the other servers' decisions are read, how many rows a query
+// reads at most, and how often the expired rows of schema 5's table of
+// sessions are removed.
 const (
-	flushEvery  = 50 * time.Millisecond
 	followEvery = 50 * time.Millisecond
+	followBatch = 10000
 	pruneEvery  = time.Minute
-	steersBatch = 10000
+	// madeForgotten is the age past which a Steer whose decision was
+	// neither committed nor taken back is forgotten (it cannot be: a
+	// caller that lost it must not hold every later Steer up).
+	madeForgotten = time.Minute
 )
 
 // The bound δ on the loads across servers (SPEC-NOTES, "Issue 31"), which
-// Steer holds: a session another server counted at t is in the table by
-// t + staleBound (its server steers nothing while one of its rows waits
-// longer to be written), and this server has read the table as it was
-// staleBound ago (it steers nothing while its last follow began longer
-// ago), so that a decision's loads count every session of every server
-// steered more than 2·staleBound = 200 ms before it, plus round trips.
-// Overloaded, a server waits for its follower and its flusher (the rate
-// falls, not the bound), up to staleWait, then refuses (503).
+// Steer holds: a session another server counted at t is in the database by
+// t + staleBound (its server steers nothing while one of its decisions
+// waits longer to be committed), and this server has read the database as
+// it was staleBound ago (it steers nothing while its last follow began
+// longer ago), so that a decision's loads count every session of every
+// server steered more than 2·staleBound = 200 ms before it, plus round
+// trips. Overloaded, a server waits for its follower and its commits (the
+// rate falls, not the bound), up to staleWait, then refuses (503).
 const (
 	staleBound = 100 * time.Millisecond
 	staleWait  = time.Second
@@ -109,11 +113,12 @@ var errStale = errors.New("postgres: the shared table of loads is not current: t
 
 var _ store.Loads = (*Loads)(nil)
 
-// NewLoads starts the shared table on the store's database: it writes
-// and reads as it goes until Close, or the store's Close. The live
-// sessions the other servers hold are read beside steering, as the bbolt
-// store's are counted again from its logs (issue 31: a start-up within a
-// second, whatever their number): Restored says when they are counted.
+// NewLoads starts the shared table on the store's database: it reads the
+// other servers' decisions as it goes until Close, or the store's Close.
+// The live sessions the other servers hold are read beside steering, as
+// the bbolt store's are counted again from its logs (issue 31: a start-up
+// within a second, whatever their number): Restored says when they are
+// counted.
 func NewLoads(ctx context.Context, st *Store, log *slog.Logger) (*Loads, error) {
 	if log == nil {
 		log = slog.Default()
@@ -136,30 +141,31 @@ func NewLoads(ctx context.Context, st *Store, log *slog.Logger) (*Loads, error) 
 // restoring_loads, as on bbolt).
 func (l *Loads) Restored() <-chan struct{} { return l.restored }
 
-// Close writes what is pending and stops; again, it does nothing.
+// Close stops the follower; again, it does nothing.
 func (l *Loads) Close() error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	l.stop()
+	if l.stop != nil {
+		l.stop()
+	}
 	l.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return l.flush(ctx)
+	return nil
 }
 
 // Steer decides from the loads of every server and records the decision's
-// session, here at once and for the others at the next flush.
+// session here at once; the others read it with the decision.
 func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
 	decide func(loads []uint32, at uint64) (first int, expires uint64, err error)) error {
 	if err := l.current(ctx); err != nil {
 		return err
 	}
-	var rec steer
+	var key madeKey
+	var entry madeEntry
 	err := l.local.Steer(ctx, room, n, session, now, func(loads []uint32, at uint64) (int, uint64, error) {
 		first, expires, err := decide(loads, at)
 		now = at
-		rec = steer{room: room, session: session, n: n, first: first, t: at, expires: expires}
+		key, entry = madeKey{room, session, at}, madeEntry{first: first, expires: expires}
 		return first, expires, err
 	})
 	if err != nil {
@@ -170,20 +176,53 @@ func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.
 			break
 		}
 	}
+	entry.since = time.Now().UnixNano()
 	l.mu.Lock()
-	if len(l.pending) == 0 {
-		l.pendingSince = time.Now().UnixNano()
+	if l.made == nil {
+		l.made = map[madeKey]madeEntry{}
 	}
-	l.pending = append(l.pending, rec)
+	l.made[key] = entry
 	l.mu.Unlock()
 	return nil
 }
 
+// Unsteer takes back a Steer whose decision was not stored (store.Loads):
+// here alone, since the others read a session from its stored decision
+// only.
+func (l *Loads) Unsteer(room sig.Hash, session report.Session, t uint64) store.Undone {
+	u := l.local.Unsteer(room, session, t)
+	l.mu.Lock()
+	delete(l.made, madeKey{room, session, t})
+	l.mu.Unlock()
+	return u
+}
+
+// steered is the pathway the decision put first and its session's expiry,
+// when it was steered here and not taken back.
+func (l *Loads) steered(d *store.Decision) (first int, expires uint64, ok bool) {
+	l.mu.Lock()
+	e, ok := l.made[madeKey{d.Room, d.Session, d.T}]
+	l.mu.Unlock()
+	return e.first, e.expires, ok
+}
+
+// committed forgets the Steers of decisions now stored (or held already),
+// and wakes the Steers waiting for them.
+func (l *Loads) committed(ds []store.Decision) {
+	l.mu.Lock()
+	for i := range ds {
+		delete(l.made, madeKey{ds[i].Room, ds[i].Session, ds[i].T})
+	}
+	l.mu.Unlock()
+	l.wake()
+}
+
 // current waits until the table is current (staleBound): the last follow
-// began within it, and none of this server's rows has waited longer to be
-// written. Before the first follow it does not wait: the table is being
-// restored, and the decisions state fewer than live (Restored). It
-// refuses at once while the database is down, and after staleWait.
+// began within it, and no decision of this server's Steers has waited
+// longer to be committed. Before the first follow it does not wait: the
+// table is being restored, and the decisions state fewer than live
+// (Restored). It refuses at once while the database is down, and after
+// staleWait.
 func (l *Loads) current(ctx context.Context) error {
 	if !l.following.Load() {
 		return nil
@@ -191,10 +230,16 @@ func (l *Loads) current(ctx context.Context) error {
 	var deadline time.Time
 	for {
 		now := time.Now().UnixNano()
+		late := now-l.followed.Load() > int64(staleBound)
 		l.mu.Lock()
-		late := now-l.followed.Load() > int64(staleBound) ||
-			l.pendingSince != 0 && now-l.pendingSince > int64(staleBound) ||
-			l.flushingSince != 0 && now-l.flushingSince > int64(staleBound)
+		for k, e := range l.made {
+			switch age := now - e.since; {
+			case age > int64(madeForgotten):
+				delete(l.made, k)
+			case age > int64(staleBound):
+				late = true
+			}
+		}
 		if l.changed == nil {
 			l.changed = make(chan struct{})
 		}
@@ -238,44 +283,6 @@ func (l *Loads) wake() {
 	l.mu.Unlock()
 }
 
-// Unsteer takes back a Steer whose decision was not stored (store.Loads),
-// here at once and for the other servers as follows. Its row, still
-// pending, is removed: nobody ever reads it. A row already written (or
-// being written) is undone by the next flush: it is deleted, so that a
-// server that starts later never reads it, and a row one µs after it is
-// written for the servers that read it already, which take of two rows of
-// a session the later t (store.MemLoads.Merge): it restores the entry
-// before, or drops the session with an expiry already past. A Steer that
-// is no longer the session's entry here (a later Steer or Merge) writes
-// nothing: the later row is the latest for the others too.
-func (l *Loads) Unsteer(room sig.Hash, session report.Session, t uint64) store.Undone {
-	u := l.local.Unsteer(room, session, t)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	// The row, if pending, is among the last: the undo comes within a
-	// commit's time of its Steer.
-	for i := len(l.pending) - 1; i >= 0; i-- {
-		if p := &l.pending[i]; !p.undo && p.t == t && p.session == session && p.room == room {
-			l.pending = slices.Delete(l.pending, i, i+1)
-			if len(l.pending) == 0 {
-				l.pendingSince = 0
-			}
-			return u
-		}
-	}
-	if u.Done {
-		rec := steer{room: room, session: session, n: u.N, t: t, undo: true, taken: u.Taken.Expires}
-		if u.Had {
-			rec.first, rec.expires = u.Prev.First, u.Prev.Expires
-		}
-		if len(l.pending) == 0 {
-			l.pendingSince = time.Now().UnixNano()
-		}
-		l.pending = append(l.pending, rec)
-	}
-	return u
-}
-
 // Snapshot is the room's loads at now, every server's sessions counted.
 func (l *Loads) Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error) {
 	return l.local.Snapshot(ctx, room, n, now)
@@ -290,21 +297,21 @@ func (l *Loads) Reset(ctx context.Context, room sig.Hash) error {
 // Sweep drops the expired sessions of every room (the server's sweeper).
 func (l *Loads) Sweep(now uint64) int { return l.local.Sweep(now) }
 
-// run writes and reads the shared table until ctx ends. After a failure it
-// waits (retry.Backoff: 50 ms doubling to 5 s, with jitter), or until the
-// store is back, before it tries again; the store logs the outage, once
+// run reads the other servers' decisions until ctx ends. After a failure
+// it waits (retry.Backoff: 50 ms doubling to 5 s, with jitter), or until
+// the store is back, before it tries again; the store logs the outage, once
 // (health.go), so a failure here is logged at debug level only.
 func (l *Loads) run(ctx context.Context) {
 	// The first follow reads every live session: on a goroutine of its
-	// own, so that this server's sessions are written meanwhile. It is
-	// tried until it succeeds, as the follows after it.
-	first := make(chan int64, 1)
+	// own, so that this server steers meanwhile. It is tried until it
+	// succeeds, as the follows after it.
+	first := make(chan *follower, 1)
 	l.wg.Go(func() {
 		b := retry.Backoff{First: retryFirst, Max: retryMax}
 		for {
-			at, err := l.follow(ctx, 0)
+			f, err := l.restore(ctx)
 			if err == nil {
-				first <- at
+				first <- f
 				close(l.restored)
 				return
 			}
@@ -316,10 +323,8 @@ func (l *Loads) run(ctx context.Context) {
 			}
 		}
 	})
-	var at int64
-	following := false
-	flush, follow, prune := time.NewTicker(flushEvery), time.NewTicker(followEvery), time.NewTicker(pruneEvery)
-	defer flush.Stop()
+	var f *follower
+	follow, prune := time.NewTicker(followEvery), time.NewTicker(pruneEvery)
 	defer follow.Stop()
 	defer prune.Stop()
 	b := retry.Backoff{First: retryFirst, Max: retryMax}
@@ -348,26 +353,16 @@ func (l *Loads) run(ctx context.Context) {
 			return
 		case <-back:
 			until, back = time.Time{}, nil // the store is back: at once
-		case <-flush.C:
-			l.mu.Lock()
-			some := len(l.pending) > 0
-			l.mu.Unlock()
-			if some && !waiting() { // nothing written is no success
-				note(l.flush(ctx))
-			}
-		case at = <-first:
-			following = true
+		case f = <-first:
 			l.following.Store(true)
 		case <-follow.C:
-			if waiting() || !following {
+			if waiting() || f == nil {
 				continue
 			}
-			next, err := l.follow(ctx, at)
-			if err == nil {
-				at = next
-			}
-			note(err)
+			note(l.follow(ctx, f))
 		case <-prune.C:
+			// Schema 5's table of sessions is read by the first follow
+			// only, for the sessions it held live at the upgrade.
 			if now := l.now.Load(); now > 0 && !waiting() {
 				_, err := l.st.pool.Exec(ctx, "DELETE FROM waisteer.steers WHERE expires < $1", i64(now))
 				note(err)
@@ -383,101 +378,227 @@ const (
 	retryMax   = 5 * time.Second
 )
 
-// flush writes the pending sessions in one transaction, numbered under the
-// feed's lock; on failure they wait for the next.
-func (l *Loads) flush(ctx context.Context) error {
-	l.mu.Lock()
-	batch, since := l.pending, l.pendingSince
-	l.pending, l.pendingSince = nil, 0
-	if len(batch) > 0 {
-		l.flushingSince = since
-	}
-	l.mu.Unlock()
-	if len(batch) == 0 {
-		return nil
-	}
-	rooms, sessions := make([][]byte, len(batch)), make([][]byte, len(batch))
-	ns, firsts, expires := make([]int16, len(batch)), make([]int16, len(batch)), make([]int64, len(batch))
-	ts := make([]int64, len(batch))
-	// The rows undone (Unsteer): rare, a commit failing while the
-	// database is up.
-	var uRooms, uSessions [][]byte
-	var uExpires, uTs []int64
-	for i := range batch {
-		b := &batch[i]
-		rooms[i], sessions[i] = b.room[:], b.session[:]
-		ns[i], firsts[i], expires[i], ts[i] = int16(b.n), int16(b.first), i64(b.expires), i64(b.t)
-		if b.undo {
-			ts[i] = i64(b.t + 1)
-			uRooms, uSessions = append(uRooms, b.room[:]), append(uSessions, b.session[:])
-			uExpires, uTs = append(uExpires, i64(b.taken)), append(uTs, i64(b.t))
-		}
-	}
-	err := l.st.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockSteers); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO waisteer.steers (seq, writer, room, session, n, first, expires, t)
-			SELECT nextval('waisteer.feed'), $1, r, s, n, f, e, t
-			FROM unnest($2::bytea[], $3::bytea[], $4::smallint[], $5::smallint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS u(r, s, n, f, e, t, i)
-			ORDER BY i`, l.st.instance, rooms, sessions, ns, firsts, expires, ts)
-		if err != nil || len(uTs) == 0 {
-			return err
-		}
-		// After the insert: a row undone may be in this batch too (a
-		// flush that failed, retried).
-		_, err = tx.Exec(ctx, `DELETE FROM waisteer.steers AS x
-			USING unnest($2::bytea[], $3::bytea[], $4::bigint[], $5::bigint[]) AS u(r, s, e, t)
-			WHERE x.expires = u.e AND x.writer = $1 AND x.room = u.r AND x.session = u.s AND x.t = u.t`,
-			l.st.instance, uRooms, uSessions, uExpires, uTs)
-		return err
-	})
-	l.mu.Lock()
-	l.flushingSince = 0
-	if err != nil {
-		l.pending = append(batch, l.pending...)
-		l.pendingSince = since
-		l.mu.Unlock()
-		return err
-	}
-	l.mu.Unlock()
-	l.wake()
-	return nil
+// A follower is where the reading of the other servers' logs stands.
+// Each follow lists the logs open and those it reads; every listEvery
+// follows, every log, for those it has not seen (a log's id is no guide:
+// ids are taken in one order and committed in another, and a log may be
+// made and sealed between two follows).
+type follower struct {
+	logs    map[int32]*otherLog // the other servers' logs not yet read to their end
+	done    map[int32]bool      // this server's own, and the others' read to their sealed end
+	follows int
 }
 
-// follow merges the other servers' sessions numbered after at, and
-// returns the last number read.
-func (l *Loads) follow(ctx context.Context, at int64) (int64, error) {
+// listEvery is how many follows list only the open logs between two that
+// list every log.
+const listEvery = 20
+
+// otherLog is another server's log (or one of this server's earlier
+// openings): its room and the index of its next leaf to read.
+type otherLog struct {
+	room sig.Hash
+	next int64
+}
+
+// restore counts the sessions live in the other servers' decisions, and
+// returns where their logs stand. It reads one snapshot of the database
+// (repeatable read): the logs and their sizes, the latest t of their last
+// leaves (the instant the sessions are live at: every log is in commit
+// order, in which t is at most a commit's wait behind the latest), and the
+// decisions whose session expires at it or later (decisions_by_end), so
+// that the follows after it read each log from the size it saw. Schema
+// 5's table of sessions (waisteer.steers) is read too: the sessions live
+// when the database was upgraded.
+func (l *Loads) restore(ctx context.Context) (*follower, error) {
 	began := time.Now().UnixNano()
-	for {
-		rows, err := l.st.pool.Query(ctx, `SELECT seq, writer, room, session, n, first, expires, t FROM waisteer.steers
-			WHERE seq > $1 ORDER BY seq LIMIT $2`, at, steersBatch)
+	f := &follower{logs: map[int32]*otherLog{}, done: map[int32]bool{}}
+	rooms := map[int32]sig.Hash{}
+	err := pgx.BeginTxFunc(ctx, l.st.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT id, room, writer, size FROM waisteer.logs")
 		if err != nil {
-			return at, err
+			return err
 		}
-		k := 0
+		mine := map[int32]bool{}
 		for rows.Next() {
-			var seq, expires, t int64
-			var writer int32
-			var room, session []byte
-			var n, first int16
-			if err := rows.Scan(&seq, &writer, &room, &session, &n, &first, &expires, &t); err != nil {
+			var id int32
+			var room []byte
+			var writer *int32
+			var size int64
+			if err := rows.Scan(&id, &room, &writer, &size); err != nil {
 				rows.Close()
-				return at, err
+				return err
 			}
-			at, k = seq, k+1
-			if writer == l.st.instance || len(room) != sig.HashSize || len(session) != len(report.Session{}) {
+			if len(room) != sig.HashSize {
+				f.done[id] = true
 				continue
 			}
-			l.local.Merge(sig.Hash(room), int(n), report.Session(session), int(first), u64(t), u64(expires), l.now.Load())
+			rooms[id] = sig.Hash(room)
+			if writer != nil && *writer == l.st.instance {
+				mine[id], f.done[id] = true, true
+				continue
+			}
+			f.logs[id] = &otherLog{room: sig.Hash(room), next: size}
 		}
+		rows.Close()
 		if err := rows.Err(); err != nil {
-			return at, err
+			return err
 		}
-		if k < steersBatch {
-			l.followed.Store(began)
-			l.wake()
-			return at, nil
+		var latest *int64
+		if err := tx.QueryRow(ctx, `SELECT max(d.t) FROM waisteer.logs l
+			JOIN waisteer.decisions d ON d.log = l.id AND d.idx = l.size - 1 WHERE l.size > 0`).Scan(&latest); err != nil {
+			return err
+		}
+		at := uint64(0)
+		if latest != nil {
+			at = u64(*latest)
+		}
+		rows, err = tx.Query(ctx, `SELECT log, t, first, ends, row FROM waisteer.decisions
+			WHERE coalesce(ends, t) >= $1 AND row IS NOT NULL AND first IS NOT NULL`, i64(at))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var log int32
+			var t, ends int64
+			var first int16
+			var row []byte
+			if err := rows.Scan(&log, &t, &first, &ends, &row); err != nil {
+				rows.Close()
+				return err
+			}
+			if room, ok := rooms[log]; ok && !mine[log] {
+				l.merge(room, row, int(first), u64(t), u64(ends), at)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Schema 5's sessions, each server's (none of this opening's).
+		rows, err = tx.Query(ctx, "SELECT room, session, n, first, expires, t FROM waisteer.steers WHERE expires >= $1", i64(at))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var room, session []byte
+			var n, first int16
+			var expires, t int64
+			if err := rows.Scan(&room, &session, &n, &first, &expires, &t); err != nil {
+				return err
+			}
+			if len(room) == sig.HashSize && len(session) == len(report.Session{}) {
+				l.local.Merge(sig.Hash(room), int(n), report.Session(session), int(first), u64(t), u64(expires), at)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.followed.Store(began)
+	l.wake()
+	return f, nil
+}
+
+// merge counts another server's decision, its row as stored: the session
+// and the count of pathways are the row's.
+func (l *Loads) merge(room sig.Hash, row []byte, first int, t, expires, now uint64) {
+	var d store.Decision
+	if err := store.ParseDecisionRow(row, &d); err != nil {
+		l.log.Debug("sharing the loads: a decision's row does not read", "room", room, "t", t, "err", err)
+		return
+	}
+	l.local.Merge(room, len(d.Loads), d.Session, first, t, expires, now)
+}
+
+// follow reads the decisions committed to the other servers' logs since
+// the last follow, and merges their sessions.
+func (l *Loads) follow(ctx context.Context, f *follower) error {
+	began := time.Now().UnixNano()
+	known := make([]int32, 0, len(f.logs))
+	for id := range f.logs {
+		known = append(known, id)
+	}
+	type size struct {
+		id     int32
+		size   int64
+		sealed bool
+	}
+	var sizes []size
+	f.follows++
+	all := f.follows%listEvery == 0
+	rows, err := l.st.pool.Query(ctx, `SELECT id, room, writer, size, sealed IS NOT NULL FROM waisteer.logs
+		WHERE $1 OR sealed IS NULL OR id = ANY($2)`, all, known)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int32
+		var room []byte
+		var writer *int32
+		var s size
+		if err := rows.Scan(&id, &room, &writer, &s.size, &s.sealed); err != nil {
+			rows.Close()
+			return err
+		}
+		s.id = id
+		if f.logs[id] == nil {
+			if f.done[id] {
+				continue
+			}
+			// A log not seen before: this server's own, or another's,
+			// read from its first leaf.
+			if len(room) != sig.HashSize || writer != nil && *writer == l.st.instance {
+				f.done[id] = true
+				continue
+			}
+			f.logs[id] = &otherLog{room: sig.Hash(room)}
+		}
+		sizes = append(sizes, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	now := l.now.Load()
+	for _, s := range sizes {
+		o := f.logs[s.id]
+		if o == nil {
+			continue
+		}
+		for o.next < s.size {
+			end := min(s.size, o.next+followBatch)
+			rows, err := l.st.pool.Query(ctx, `SELECT idx, t, first, ends, row FROM waisteer.decisions
+				WHERE log = $1 AND idx >= $2 AND idx < $3 ORDER BY idx`, s.id, o.next, end)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var idx, t int64
+				var first *int16
+				var ends *int64
+				var row []byte
+				if err := rows.Scan(&idx, &t, &first, &ends, &row); err != nil {
+					rows.Close()
+					return err
+				}
+				if first != nil && ends != nil && row != nil {
+					l.merge(o.room, row, int(*first), u64(t), u64(*ends), now)
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			o.next = end
+		}
+		if s.sealed {
+			delete(f.logs, s.id) // read to its end, which is final
+			f.done[s.id] = true
 		}
 	}
+	l.followed.Store(began)
+	l.wake()
+	return nil
 }

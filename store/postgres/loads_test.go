@@ -20,16 +20,45 @@ func newLoads(t *testing.T, st *Store) *Loads {
 	return l
 }
 
-func steerTo(t *testing.T, l store.Loads, room sig.Hash, s report.Session, now uint64, first int, expires uint64) []uint32 {
+// steerTo steers s to first until expires (of 3 pathways) at now on l,
+// and stores the decision on l's store, as a server does: the other
+// servers read the session with it (schema 6). It returns the loads the
+// decision was made from.
+func steerTo(t *testing.T, l *Loads, room sig.Hash, s report.Session, now uint64, first int, expires uint64) []uint32 {
 	t.Helper()
 	var seen []uint32
-	if err := l.Steer(bg(t), room, 3, s, now, func(loads []uint32, _ uint64) (int, uint64, error) {
-		seen = slices.Clone(loads)
+	var at uint64
+	if err := l.Steer(bg(t), room, 3, s, now, func(loads []uint32, a uint64) (int, uint64, error) {
+		seen, at = slices.Clone(loads), a
 		return first, expires, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
+	putSteered(t, l.st, room, s, at)
 	return seen
+}
+
+// putSteered stores a decision of s at t in room, of 3 pathways, as the
+// committer of a server does.
+func putSteered(t *testing.T, st *Store, room sig.Hash, s report.Session, at uint64) store.Decision {
+	t.Helper()
+	d := decisionOf(room, s, at)
+	_, ev := benchDecisions(1, 0)
+	if err := st.PutDecisions(bg(t), []store.Evidence{ev}, []store.Decision{d}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// decisionOf is a decision of s at t in room, of 3 pathways, its digest
+// its own.
+func decisionOf(room sig.Hash, s report.Session, at uint64) store.Decision {
+	ds, _ := benchDecisions(1, 0)
+	d := ds[0]
+	d.Room, d.Session, d.T = room, s, at
+	d.Digest = sig.Digest(append(append(room[:], s[:]...), byte(at), byte(at>>8), byte(at>>16), byte(at>>24), byte(at>>32)))
+	copy(d.Sig[:], d.Digest[:])
+	return d
 }
 
 // eventually waits up to d for l's loads at now to be want, and returns

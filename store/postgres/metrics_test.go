@@ -12,8 +12,9 @@ import (
 
 // TestMetrics (issue 31, "Prometheus: the shared store's state, commit and
 // round-trip latency, the follower's lag"): after five groups on one
-// server and two on another, in one room, the first server counts five
-// committed groups, with a commit time each, two round trips each (the
+// server and two on another, in one room, and a steered decision of the
+// first's (a group of its own), the first server counts six committed
+// groups, with a commit time each, two round trips each (the
 // group's two batches), and one log made (its own of the room, whatever
 // the other did: SPEC-NOTES "One log per server and room"), none sealed.
 // The shared table reports itself counted and its lag.
@@ -41,17 +42,19 @@ func TestMetrics(t *testing.T) {
 	a.WriteMetrics(&buf)
 	out := buf.String()
 	for _, want := range []string{
-		"waisteer_pg_groups_total{result=\"committed\"} 5\n",
+		"waisteer_pg_groups_total{result=\"committed\"} 6\n",
 		"waisteer_pg_groups_total{result=\"failed\"} 0\n",
-		"waisteer_pg_group_commit_seconds_count 5\n",
-		"waisteer_pg_round_trip_seconds_count 10\n",
+		"waisteer_pg_group_commit_seconds_count 6\n",
+		"waisteer_pg_round_trip_seconds_count 12\n",
 		"waisteer_pg_logs_made_total 1\n",
 		"waisteer_pg_logs_sealed_total{by=\"another\"} 0\n",
 		"waisteer_pg_logs_sealed_total{by=\"this\"} 0\n",
 		"waisteer_pg_loads_restored 1\n",
 		"# TYPE waisteer_pg_connections gauge\n",
 		"# TYPE waisteer_pg_loads_follow_age_seconds gauge\n",
-		"waisteer_pg_loads_pending ",
+		"waisteer_pg_loads_pending 0\n",
+		"waisteer_pg_loads_waits_total 0\n",
+		"waisteer_pg_loads_refused_total 0\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the metrics lack %q:\n%s", want, out)

@@ -229,7 +229,18 @@ var migrations = []string{
 	// snapshots it references locked (FOR KEY SHARE) to its commit, and a
 	// prune locks a snapshot (FOR UPDATE) before it asks whether a
 	// decision references it (prune.go); contexts are never removed.
-	`DO $$
+	// A decision carries its session's entry in the table of loads (§6,
+	// Loads): the pathway it put first and the session's expiry (NULL for
+	// a decision steered by no table, and for those of schema 5), which
+	// the other servers read with it; waisteer.steers is written no more,
+	// and read once by a starting server for the sessions live at the
+	// upgrade. Decisions are found by the end of their session (their t
+	// without one): a starting server's live sessions, and a prune's
+	// decisions past.
+	`ALTER TABLE waisteer.decisions ADD COLUMN first smallint, ADD COLUMN ends bigint;
+	DROP INDEX waisteer.decisions_by_t;
+	CREATE INDEX decisions_by_end ON waisteer.decisions ((coalesce(ends, t))) WHERE row IS NOT NULL;
+	DO $$
 	DECLARE c text;
 	BEGIN
 		FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'waisteer.decisions'::regclass AND contype = 'f' LOOP

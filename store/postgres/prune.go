@@ -12,8 +12,10 @@ import (
 )
 
 // Prune removes the records whose end is before recordsBefore, then the
-// decisions' bytes whose t is before decisionsBefore (their leaves stay) and the snapshots no decision
-// left references, each group of at most the prune chunk in a transaction
+// decisions' bytes whose session ended before decisionsBefore (their t,
+// for a decision without a session; schema 6: a decision is kept until
+// its session's end at least, so that a starting server finds it; their
+// leaves stay) and the snapshots no decision left references, each group of at most the prune chunk in a transaction
 // of its own, so that the writers go on between them.
 func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64) (store.PruneStats, error) {
 	var st store.PruneStats
@@ -36,7 +38,8 @@ func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64
 			// keeps its digest, t, log and index, and loses its bytes;
 			// the row of one from before the logs goes.
 			rows, err := tx.Query(ctx, `WITH p AS (
-					SELECT digest, snapshot, log FROM waisteer.decisions WHERE t < $1 AND row IS NOT NULL ORDER BY t LIMIT $2 FOR UPDATE),
+					SELECT digest, snapshot, log FROM waisteer.decisions WHERE coalesce(ends, t) < $1 AND row IS NOT NULL
+						ORDER BY coalesce(ends, t) LIMIT $2 FOR UPDATE),
 				gone AS (DELETE FROM waisteer.decisions d USING p WHERE d.digest = p.digest AND p.log IS NULL RETURNING p.snapshot),
 				kept AS (UPDATE waisteer.decisions d SET row = NULL, context = NULL, snapshot = NULL FROM p
 					WHERE d.digest = p.digest AND p.log IS NOT NULL RETURNING p.snapshot)
