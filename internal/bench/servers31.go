@@ -182,11 +182,6 @@ func (r *benchServersRow) cpuPer() time.Duration {
 	return benchPer(r.cpuServers+r.cpuPG, r.check.answered)
 }
 
-// benchSessionsTable is the table of live sessions' rows: a session's
-// row, updated at each of its decisions, is a live session's and goes at
-// its expiry, not a decision's (SPEC-NOTES, "Issue 31", "Bytes").
-const benchSessionsTable = "steers"
-
 // bytesPer is the store's growth over the phase per decision it stored:
 // every table's on PostgreSQL, the file's on bbolt.
 func (r *benchServersRow) bytesPer() float64 {
@@ -201,15 +196,6 @@ func (r *benchServersRow) bytesPer() float64 {
 		total += g
 	}
 	return float64(total) / float64(r.check.stored)
-}
-
-// decisionBytesPer is bytesPer without the live sessions' table: what
-// the decisions themselves cost (issue 31's goal of 400 bytes).
-func (r *benchServersRow) decisionBytesPer() float64 {
-	if !r.postgres {
-		return r.bytesPer()
-	}
-	return r.bytesPer() - r.tableBytesPer(benchSessionsTable)
 }
 
 // tableBytesPer is one table's growth per decision stored.

@@ -44,7 +44,7 @@ func pgRateGoal(pg, bolt float64) benchGoal {
 // pgBytesGoal: the tables' growth per decision stored (all but the live
 // sessions'), with n servers, at the decisions the table held.
 func pgBytesGoal(n int, decisions uint64, bytes float64) benchGoal {
-	return benchGoal{name: fmt.Sprintf("PostgreSQL: bytes per decision, %s, %d held (tables and indexes but steers)", benchServersWord(n), decisions),
+	return benchGoal{name: fmt.Sprintf("PostgreSQL: bytes per decision, %s, %d held (tables and indexes together)", benchServersWord(n), decisions),
 		value: bytes, unit: "bytes", op: "<=", target: benchGoalPGBytes}
 }
 
@@ -155,10 +155,8 @@ func (r *benchServersReport) tableRows() [][]string {
 		} else if row.cpuOK {
 			cpu += " (the server)"
 		}
-		bytes := fmt.Sprintf("%.0f", row.decisionBytesPer())
-		if row.postgres {
-			bytes += fmt.Sprintf(" + %.0f steers", row.tableBytesPer(benchSessionsTable))
-		} else {
+		bytes := fmt.Sprintf("%.0f", row.bytesPer())
+		if !row.postgres {
 			bytes += fmt.Sprintf(" (file growth; %.0f in use)", row.inUse)
 		}
 		lock := "n/a"
@@ -235,8 +233,8 @@ func (r *benchServersReport) write(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "  (the Go generator's, merged); CPU per decision: the servers' processes and every process of PostgreSQL (from /proc)")
 	}
-	fmt.Fprintln(w, "  over the decisions answered 200; bytes per decision: the store's growth over the phase over the decisions it stored, the live")
-	fmt.Fprintln(w, "  sessions' rows (waisteer.steers, rewritten at each decision of a session) apart; round trip per batch: waisteer_pg_round_trip_seconds'")
+	fmt.Fprintln(w, "  over the decisions answered 200; bytes per decision: the store's growth over the phase over the decisions it stored, every")
+	fmt.Fprintln(w, "  table and index (a session's entry is its decision's row since schema 6); round trip per batch: waisteer_pg_round_trip_seconds'")
 	fmt.Fprintln(w, "  mean, every server's groups (two batches a group); no server waits for another's commit, each appending to its own log;")
 	fmt.Fprintln(w, "  in brackets, the rows' excess over one server's: what the others cost a group in the database's contention")
 	benchMarkdownTable(w, r.tableRows())
@@ -270,15 +268,14 @@ func (r *benchServersReport) write(w io.Writer) {
 			}
 			rows = append(rows, line)
 		}
-		total, but := []string{"all the tables"}, []string{"all but waisteer." + benchSessionsTable}
+		total := []string{"all the tables"}
 		stored, held := []string{"decisions stored over the phase"}, []string{"decisions held after it"}
 		for _, row := range pgRows {
 			total = append(total, fmt.Sprintf("%.1f", row.bytesPer()))
-			but = append(but, fmt.Sprintf("%.1f", row.decisionBytesPer()))
 			stored = append(stored, fmt.Sprintf("%d", row.check.stored))
 			held = append(held, fmt.Sprintf("%d", row.decisions))
 		}
-		benchMarkdownTable(w, append(rows, total, but, stored, held))
+		benchMarkdownTable(w, append(rows, total, stored, held))
 		if bolt := r.bolt(); bolt != nil {
 			fmt.Fprintf(w, "  bbolt: the file grew %d bytes over %d decisions: %.0f per decision (it grows in steps: a short phase reads high or low);\n", bolt.fileGrowth, bolt.check.stored, bolt.bytesPer())
 			fmt.Fprintf(w, "  once stopped, %.0f bytes in use per decision held in the buckets of decisions, their index, contexts, snapshots and the log\n", bolt.inUse)
@@ -387,7 +384,7 @@ func (r *benchServersReport) write(w io.Writer) {
 	}
 	for _, row := range r.rows {
 		if row.postgres && !row.pinned {
-			pgBytesGoal(row.servers, row.decisions, row.decisionBytesPer()).write(w)
+			pgBytesGoal(row.servers, row.decisions, row.bytesPer()).write(w)
 		}
 	}
 	fmt.Fprintf(w, "  %-78s = %d of %d (goal 0, and every store's decisions = its servers' 200s: %s)\n", "nothing lost: phases whose decisions stored != answered", lost, phases, benchMet(lost == 0 && storesOK && phases > 0))
