@@ -149,8 +149,9 @@ func (h *health) markUp() {
 	}
 	h.up.Store(true)
 	h.changed.Store(time.Now().UnixNano())
-	close(h.back)
+	// Said before Back is closed: whoever waits on Back finds it said.
 	h.log.Info("shared store back", "after", time.Since(h.since).Round(time.Millisecond).String())
+	close(h.back)
 }
 
 // run pings the database until it is up, or the store closes.

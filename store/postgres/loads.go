@@ -452,8 +452,11 @@ func (l *Loads) restore(ctx context.Context) (*follower, error) {
 		if latest != nil {
 			at = u64(*latest)
 		}
+		// Planned for its value (the simple protocol: no generic plan),
+		// which the index answers: the live sessions are a sliver of
+		// the table.
 		rows, err = tx.Query(ctx, `SELECT log, t, first, ends, row FROM waisteer.decisions
-			WHERE coalesce(ends, t) >= $1 AND row IS NOT NULL AND first IS NOT NULL`, i64(at))
+			WHERE coalesce(ends, t) >= $1 AND row IS NOT NULL AND first IS NOT NULL`, pgx.QueryExecModeSimpleProtocol, i64(at))
 		if err != nil {
 			return err
 		}

@@ -37,13 +37,15 @@ func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64
 			// A decision's leaf stays (the log is append-only): its row
 			// keeps its digest, t, log and index, and loses its bytes;
 			// the row of one from before the logs goes.
+			// Planned for its values (the simple protocol: no generic
+			// plan), as rare as it is.
 			rows, err := tx.Query(ctx, `WITH p AS (
 					SELECT digest, snapshot, log FROM waisteer.decisions WHERE coalesce(ends, t) < $1 AND row IS NOT NULL
 						ORDER BY coalesce(ends, t) LIMIT $2 FOR UPDATE),
 				gone AS (DELETE FROM waisteer.decisions d USING p WHERE d.digest = p.digest AND p.log IS NULL RETURNING p.snapshot),
 				kept AS (UPDATE waisteer.decisions d SET row = NULL, context = NULL, snapshot = NULL FROM p
 					WHERE d.digest = p.digest AND p.log IS NOT NULL RETURNING p.snapshot)
-				SELECT snapshot FROM gone UNION ALL SELECT snapshot FROM kept`, i64(decisionsBefore), s.chunk)
+				SELECT snapshot FROM gone UNION ALL SELECT snapshot FROM kept`, pgx.QueryExecModeSimpleProtocol, i64(decisionsBefore), s.chunk)
 			if err != nil {
 				return err
 			}
