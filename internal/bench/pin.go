@@ -44,26 +44,14 @@ func (p *benchPin) canPin() bool { return p.taskset != "" && p.ncpu >= 2 }
 
 // pinTree moves root and every process descended from it, each of its
 // threads, onto cpus (taskset's list); a process started after inherits
-// its parent's cores.
-func pinTree(root int, cpus string) error {
-	ts, err := exec.LookPath("taskset")
-	if err != nil {
-		return err
-	}
-	stats := readProcStats("/proc")
-	if _, ok := stats[root]; !ok {
+// its parent's cores. A descendant gone meanwhile is no failure.
+func (p *benchPin) pinTree(root int, cpus string) error {
+	tree, ok := processTree(readProcStats("/proc"), root)
+	if !ok {
 		return fmt.Errorf("process %d is gone", root)
 	}
-	children := map[int][]int{}
-	for pid, st := range stats {
-		if pid != root {
-			children[st.ppid] = append(children[st.ppid], pid)
-		}
-	}
-	for todo := []int{root}; len(todo) > 0; {
-		pid := todo[len(todo)-1]
-		todo = append(todo[:len(todo)-1], children[pid]...)
-		if out, err := exec.Command(ts, "-a", "-c", "-p", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil && pid == root {
+	for _, pid := range tree {
+		if out, err := exec.Command(p.taskset, "-a", "-c", "-p", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil && pid == root {
 			return fmt.Errorf("taskset: %v: %s", err, out)
 		}
 	}

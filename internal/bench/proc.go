@@ -88,8 +88,19 @@ func readProcStats(proc string) map[int]procStat {
 // from it, with the children each has waited for; false when root is not
 // among stats.
 func treeCPU(stats map[int]procStat, root int) (time.Duration, bool) {
+	tree, ok := processTree(stats, root)
+	var ticks uint64
+	for _, pid := range tree {
+		ticks += stats[pid].ticks
+	}
+	return time.Duration(ticks) * benchTick, ok
+}
+
+// processTree is root and every live process descended from it, each
+// once; false when root is not among stats.
+func processTree(stats map[int]procStat, root int) ([]int, bool) {
 	if _, ok := stats[root]; !ok {
-		return 0, false
+		return nil, false
 	}
 	children := map[int][]int{}
 	for pid, st := range stats {
@@ -97,20 +108,19 @@ func treeCPU(stats map[int]procStat, root int) (time.Duration, bool) {
 			children[st.ppid] = append(children[st.ppid], pid)
 		}
 	}
-	var ticks uint64
+	var tree []int
 	seen := map[int]bool{}
-	todo := []int{root}
-	for len(todo) > 0 {
+	for todo := []int{root}; len(todo) > 0; {
 		pid := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		if seen[pid] {
 			continue
 		}
 		seen[pid] = true
-		ticks += stats[pid].ticks
+		tree = append(tree, pid)
 		todo = append(todo, children[pid]...)
 	}
-	return time.Duration(ticks) * benchTick, true
+	return tree, true
 }
 
 // benchCPUTimes are the machine's CPU times from /proc/stat's "cpu" line,

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/url"
 	"os"
 	"slices"
@@ -71,12 +72,7 @@ func (h benchSumCount) mean() float64 {
 func parseSumCount(m []byte, family string) (benchSumCount, bool) {
 	var h benchSumCount
 	found := false
-	for line := range strings.SplitSeq(string(m), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		base, _, _ := strings.Cut(name, "{")
+	for base, v := range metricSamples(m) {
 		switch base {
 		case family + "_sum":
 			var f float64
@@ -99,19 +95,30 @@ func parseSumCount(m []byte, family string) (benchSumCount, bool) {
 // over its series; 0 when it has none.
 func parseCounter(m []byte, family string) uint64 {
 	var n uint64
-	for line := range strings.SplitSeq(string(m), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if base, _, _ := strings.Cut(name, "{"); base == family {
-			var x uint64
-			if _, err := fmt.Sscan(v, &x); err == nil {
-				n += x
-			}
+	for base, v := range metricSamples(m) {
+		var x uint64
+		if _, err := fmt.Sscan(v, &x); err == nil && base == family {
+			n += x
 		}
 	}
 	return n
+}
+
+// metricSamples yields each sample of the text of /metrics: its name
+// without labels, and its value's text.
+func metricSamples(m []byte) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for line := range strings.SplitSeq(string(m), "\n") {
+			name, v, ok := strings.Cut(line, " ")
+			if !ok || strings.HasPrefix(line, "#") {
+				continue
+			}
+			base, _, _ := strings.Cut(name, "{")
+			if !yield(base, v) {
+				return
+			}
+		}
+	}
 }
 
 // benchServersRow is one row of issue 31's table.
@@ -348,10 +355,10 @@ func (b *bencher) pinnedRow(ctx context.Context, r *benchRoom, engine string, ds
 	b.pin.on = true
 	defer func() { b.pin.on = false }()
 	if pgPID > 0 {
-		if err := pinTree(pgPID, b.pin.loadCores()); err != nil {
+		if err := b.pin.pinTree(pgPID, b.pin.loadCores()); err != nil {
 			return nil, fmt.Errorf("pinning PostgreSQL: %w", err)
 		}
-		defer pinTree(pgPID, fmt.Sprintf("0-%d", b.pin.ncpu-1)) //nolint:errcheck // the next row starts a database of its own
+		defer b.pin.pinTree(pgPID, fmt.Sprintf("0-%d", b.pin.ncpu-1)) //nolint:errcheck // the next row starts a database of its own
 	}
 	return b.serversRow(ctx, r, engine, 1, dsn, pgPID)
 }

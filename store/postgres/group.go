@@ -190,9 +190,6 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		firsts          []int16
 		ends            []int64
 	}{}
-	s.mu.Lock()
-	loads := s.loads
-	s.mu.Unlock()
 	leaves := map[sig.Hash][]store.LogEntry{}
 	for _, i := range todo {
 		d := &ds[i]
@@ -204,14 +201,23 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		cols.ts, cols.ctxs, cols.snaps = append(cols.ts, i64(d.T)), append(cols.ctxs, id), append(cols.snaps, snapshots[d.Evidence])
 		l := logs[d.Room]
 		cols.logs, cols.idx = append(cols.logs, l), append(cols.idx, sizes[l]+int64(len(leaves[d.Room])))
-		var first int
-		var ends uint64
-		ok := false
-		if loads != nil {
-			first, ends, ok = loads.steered(d)
-		}
-		cols.steered, cols.firsts, cols.ends = append(cols.steered, ok), append(cols.firsts, int16(first)), append(cols.ends, i64(ends))
 		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
+	}
+	// Each decision's session entry, where this server's table of loads
+	// steered it (Loads): the others read it with the decision.
+	s.mu.Lock()
+	loads := s.loads
+	s.mu.Unlock()
+	cols.steered, cols.firsts, cols.ends = make([]bool, 0, len(todo)), make([]int16, 0, len(todo)), make([]int64, 0, len(todo))
+	add := func(first int, expires uint64, ok bool) {
+		cols.steered, cols.firsts, cols.ends = append(cols.steered, ok), append(cols.firsts, int16(first)), append(cols.ends, i64(expires))
+	}
+	if loads != nil {
+		loads.steered(ds, todo, add)
+	} else {
+		for range todo {
+			add(0, 0, false)
+		}
 	}
 
 	// The logs: what the leaves add to their frontiers. A frontier not

@@ -45,6 +45,10 @@ type Loads struct {
 	// their group's commit writes the pathway first and the expiry of each
 	// (steered), and forgets them (committed).
 	made map[madeKey]madeEntry
+	// oldest is at most the oldest since in made (0 while made is empty
+	// since it was last scanned): Steer scans made only once oldest is
+	// late, not at every decision.
+	oldest int64
 	// changed is closed, and replaced, at each follow and commit that
 	// succeeds: a Steer waiting for the table to be current wakes.
 	changed chan struct{}
@@ -181,6 +185,9 @@ func (l *Loads) Steer(ctx context.Context, room sig.Hash, n int, session report.
 	if l.made == nil {
 		l.made = map[madeKey]madeEntry{}
 	}
+	if l.oldest == 0 {
+		l.oldest = entry.since
+	}
 	l.made[key] = entry
 	l.mu.Unlock()
 	return nil
@@ -197,13 +204,16 @@ func (l *Loads) Unsteer(room sig.Hash, session report.Session, t uint64) store.U
 	return u
 }
 
-// steered is the pathway the decision put first and its session's expiry,
-// when it was steered here and not taken back.
-func (l *Loads) steered(d *store.Decision) (first int, expires uint64, ok bool) {
+// steered gives, for each of the decisions ds[i] for i in todo, the
+// pathway it put first and its session's expiry, when it was steered here
+// and not taken back.
+func (l *Loads) steered(ds []store.Decision, todo []int, each func(first int, expires uint64, ok bool)) {
 	l.mu.Lock()
-	e, ok := l.made[madeKey{d.Room, d.Session, d.T}]
-	l.mu.Unlock()
-	return e.first, e.expires, ok
+	defer l.mu.Unlock()
+	for _, i := range todo {
+		e, ok := l.made[madeKey{ds[i].Room, ds[i].Session, ds[i].T}]
+		each(e.first, e.expires, ok)
+	}
 }
 
 // committed forgets the Steers of decisions now stored (or held already),
@@ -232,13 +242,18 @@ func (l *Loads) current(ctx context.Context) error {
 		now := time.Now().UnixNano()
 		late := now-l.followed.Load() > int64(staleBound)
 		l.mu.Lock()
-		for k, e := range l.made {
-			switch age := now - e.since; {
-			case age > int64(madeForgotten):
-				delete(l.made, k)
-			case age > int64(staleBound):
-				late = true
+		if l.oldest != 0 && now-l.oldest > int64(staleBound) {
+			// Perhaps late: the oldest Steer not committed, exactly.
+			l.oldest = 0
+			for k, e := range l.made {
+				switch {
+				case now-e.since > int64(madeForgotten):
+					delete(l.made, k)
+				case l.oldest == 0 || e.since < l.oldest:
+					l.oldest = e.since
+				}
 			}
+			late = late || l.oldest != 0 && now-l.oldest > int64(staleBound)
 		}
 		if l.changed == nil {
 			l.changed = make(chan struct{})
@@ -412,13 +427,11 @@ type otherLog struct {
 func (l *Loads) restore(ctx context.Context) (*follower, error) {
 	began := time.Now().UnixNano()
 	f := &follower{logs: map[int32]*otherLog{}, done: map[int32]bool{}}
-	rooms := map[int32]sig.Hash{}
 	err := pgx.BeginTxFunc(ctx, l.st.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "SELECT id, room, writer, size FROM waisteer.logs")
 		if err != nil {
 			return err
 		}
-		mine := map[int32]bool{}
 		for rows.Next() {
 			var id int32
 			var room []byte
@@ -428,13 +441,8 @@ func (l *Loads) restore(ctx context.Context) (*follower, error) {
 				rows.Close()
 				return err
 			}
-			if len(room) != sig.HashSize {
+			if len(room) != sig.HashSize || writer != nil && *writer == l.st.instance {
 				f.done[id] = true
-				continue
-			}
-			rooms[id] = sig.Hash(room)
-			if writer != nil && *writer == l.st.instance {
-				mine[id], f.done[id] = true, true
 				continue
 			}
 			f.logs[id] = &otherLog{room: sig.Hash(room), next: size}
@@ -469,8 +477,8 @@ func (l *Loads) restore(ctx context.Context) (*follower, error) {
 				rows.Close()
 				return err
 			}
-			if room, ok := rooms[log]; ok && !mine[log] {
-				l.merge(room, row, int(first), u64(t), u64(ends), at)
+			if o := f.logs[log]; o != nil {
+				l.merge(o.room, row, int(first), u64(t), u64(ends), at)
 			}
 		}
 		rows.Close()
@@ -572,17 +580,17 @@ func (l *Loads) follow(ctx context.Context, f *follower) error {
 		}
 		for o.next < s.size {
 			end := min(s.size, o.next+followBatch)
-			rows, err := l.st.pool.Query(ctx, `SELECT idx, t, first, ends, row FROM waisteer.decisions
-				WHERE log = $1 AND idx >= $2 AND idx < $3 ORDER BY idx`, s.id, o.next, end)
+			rows, err := l.st.pool.Query(ctx, `SELECT t, first, ends, row FROM waisteer.decisions
+				WHERE log = $1 AND idx >= $2 AND idx < $3`, s.id, o.next, end)
 			if err != nil {
 				return err
 			}
 			for rows.Next() {
-				var idx, t int64
+				var t int64
 				var first *int16
 				var ends *int64
 				var row []byte
-				if err := rows.Scan(&idx, &t, &first, &ends, &row); err != nil {
+				if err := rows.Scan(&t, &first, &ends, &row); err != nil {
 					rows.Close()
 					return err
 				}

@@ -81,7 +81,7 @@ func (l *Loads) writeMetrics(b *bytes.Buffer) {
 	l.mu.Lock()
 	pending := len(l.made)
 	l.mu.Unlock()
-	b.WriteString("# HELP waisteer_pg_loads_waits_total Decisions that waited for the shared table of loads to be current (δ: the follower and the flusher within 100 ms).\n# TYPE waisteer_pg_loads_waits_total counter\n")
+	b.WriteString("# HELP waisteer_pg_loads_waits_total Decisions that waited for the shared table of loads to be current (δ: the last follow, and this server's commits, within 100 ms).\n# TYPE waisteer_pg_loads_waits_total counter\n")
 	fmt.Fprintf(b, "waisteer_pg_loads_waits_total %d\n", l.waited.Load())
 	b.WriteString("# HELP waisteer_pg_loads_refused_total Decisions refused (503) because the shared table of loads was not current in time, or the database was down.\n# TYPE waisteer_pg_loads_refused_total counter\n")
 	fmt.Fprintf(b, "waisteer_pg_loads_refused_total %d\n", l.refused.Load())

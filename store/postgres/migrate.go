@@ -265,7 +265,6 @@ const (
 	lockRecords   int64 = lockMigrate + 1
 	lockDecisions int64 = lockMigrate + 2
 	lockChanges   int64 = lockMigrate + 3
-	lockSteers    int64 = lockMigrate + 4
 )
 
 // Migrate applies the pending migrations to the database, one instance at

@@ -15,8 +15,9 @@ import (
 // decisions' bytes whose session ended before decisionsBefore (their t,
 // for a decision without a session; schema 6: a decision is kept until
 // its session's end at least, so that a starting server finds it; their
-// leaves stay) and the snapshots no decision left references, each group of at most the prune chunk in a transaction
-// of its own, so that the writers go on between them.
+// leaves stay) and the snapshots no decision left references, each group
+// of at most the prune chunk in a transaction of its own, so that the
+// writers go on between them.
 func (s *Store) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64) (store.PruneStats, error) {
 	var st store.PruneStats
 	for {

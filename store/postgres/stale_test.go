@@ -71,7 +71,7 @@ func TestSteerHoldsTheBound(t *testing.T) {
 	var d2 store.Decision
 	for k, e := range l.made {
 		e.since = time.Now().Add(-150 * time.Millisecond).UnixNano()
-		l.made[k] = e
+		l.made[k], l.oldest = e, e.since
 		d2 = decisionOf(k.room, k.session, k.t)
 	}
 	l.mu.Unlock()
