@@ -74,6 +74,11 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 		}
 		logs[r], ids[i] = l.id, l.id
 	}
+	if !checkHeld {
+		if g, ok, err := s.putGroupAtOnce(ctx, ds, rows, rooms, logs); ok || err != nil {
+			return g, err
+		}
+	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -181,58 +186,24 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	if err := addSnapshots(ctx, conn, ev, snapshotKeys(ds, todo), snapshots); err != nil {
 		return nil, err
 	}
-	cols := struct {
-		digests, rows   [][]byte
-		ts, ctxs, snaps []int64
-		logs            []int32
-		idx             []int64
-		steered         []bool // a session's entry (Loads): first and ends
-		firsts          []int16
-		ends            []int64
-	}{}
-	leaves := map[sig.Hash][]store.LogEntry{}
+	var cols columns
 	for _, i := range todo {
 		d := &ds[i]
 		id, err := s.contextID(ctx, conn, context3{d.Room, d.Policy, d.Signer}, g.fresh)
 		if err != nil {
 			return nil, err
 		}
-		cols.digests, cols.rows = append(cols.digests, d.Digest[:]), append(cols.rows, rows[i])
-		cols.ts, cols.ctxs, cols.snaps = append(cols.ts, i64(d.T)), append(cols.ctxs, id), append(cols.snaps, snapshots[d.Evidence])
-		l := logs[d.Room]
-		cols.logs, cols.idx = append(cols.logs, l), append(cols.idx, sizes[l]+int64(len(leaves[d.Room])))
-		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
+		cols.add(d, rows[i], id, snapshots[d.Evidence])
 	}
-	// Each decision's session entry, where this server's table of loads
-	// steered it (Loads): the others read it with the decision.
-	s.mu.Lock()
-	loads := s.loads
-	s.mu.Unlock()
-	cols.steered, cols.firsts, cols.ends = make([]bool, 0, len(todo)), make([]int16, 0, len(todo)), make([]int64, 0, len(todo))
-	add := func(first int, expires uint64, ok bool) {
-		cols.steered, cols.firsts, cols.ends = append(cols.steered, ok), append(cols.firsts, int16(first)), append(cols.ends, i64(expires))
-	}
-	if loads != nil {
-		loads.steered(ds, todo, add)
-	} else {
-		for range todo {
-			add(0, 0, false)
-		}
-	}
+	s.rememberSnapshots(snapshots)
+	s.sessions(ds, todo, &cols)
 
 	// The logs: what the leaves add to their frontiers. A frontier not
 	// of the log's size (a group whose commit failed in doubt, or this
 	// server's other group committed and not yet remembered) is read
 	// again.
-	var tiles []tileRow
-	var tileLogs []int32
-	var logIDs []int32
-	var logSizes []int64
+	fronts := make(map[int32]frontier, len(rooms))
 	for _, r := range rooms {
-		es := leaves[r]
-		if len(es) == 0 {
-			continue
-		}
 		id := logs[r]
 		n := sizes[id]
 		s.mu.Lock()
@@ -246,35 +217,20 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 				return nil, err
 			}
 		}
-		next, ts, err := appendTo(f, es)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: room %s's log: %w", r, err)
-		}
-		g.after[id] = next
-		for _, t := range ts {
-			tiles, tileLogs = append(tiles, t), append(tileLogs, id)
-		}
-		logIDs, logSizes = append(logIDs, id), append(logSizes, next.size)
+		fronts[id] = f
+	}
+	if err := cols.appendLeaves(ds, todo, rooms, logs, fronts, g); err != nil {
+		return nil, err
 	}
 
 	// The last round trip. A digest held fails the insert, and so the
 	// transaction: a leaf is never a hole.
 	b = &pgx.Batch{}
-	b.Queue(`INSERT INTO waisteer.decisions (t, snapshot, idx, context, log, digest, row, first, ends)
-		SELECT t, s, x, c, l, d, r, CASE WHEN h THEN f END, CASE WHEN h THEN e END
-		FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[],
-			$8::boolean[], $9::smallint[], $10::bigint[]) AS u(d, t, c, s, r, l, x, h, f, e)`,
-		cols.digests, cols.ts, cols.ctxs, cols.snaps, cols.rows, cols.logs, cols.idx, cols.steered, cols.firsts, cols.ends)
-	if len(tiles) > 0 {
-		levels, ns, data := make([]int16, len(tiles)), make([]int64, len(tiles)), make([][]byte, len(tiles))
-		for i, t := range tiles {
-			levels[i], ns[i], data[i] = int16(t.level), t.n, t.data
-		}
-		b.Queue(`INSERT INTO waisteer.log_tiles (log, level, n, hashes)
-			SELECT g, l, n, h FROM unnest($1::integer[], $2::smallint[], $3::bigint[], $4::bytea[]) AS u(g, l, n, h)`,
-			tileLogs, levels, ns, data)
+	b.Queue(insertDecisions, cols.decisionArgs()...)
+	if len(cols.hashes) > 0 {
+		b.Queue(insertTiles, cols.tileLogs, cols.levels, cols.ns, cols.hashes)
 	}
-	b.Queue("UPDATE waisteer.logs l SET size = u.n FROM unnest($1::integer[], $2::bigint[]) AS u(i, n) WHERE l.id = u.i", logIDs, logSizes)
+	b.Queue("UPDATE waisteer.logs l SET size = u.n FROM unnest($1::integer[], $2::bigint[]) AS u(i, n) WHERE l.id = u.i", cols.logIDs, cols.newSizes)
 	b.Queue("COMMIT")
 	sent = time.Now()
 	br = conn.SendBatch(ctx, b)
@@ -296,4 +252,96 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	}
 	s.metrics.roundTrip.ObserveDuration(time.Since(sent))
 	return g, nil
+}
+
+// insertDecisions writes a group's decisions with their leaves (the
+// arguments of columns.decisionArgs). A session's first and ends are kept
+// only where Loads steered it.
+const insertDecisions = `INSERT INTO waisteer.decisions (t, snapshot, idx, context, log, digest, row, first, ends)
+	SELECT t, s, x, c, l, d, r, CASE WHEN h THEN f END, CASE WHEN h THEN e END
+	FROM unnest($1::bytea[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[],
+		$8::boolean[], $9::smallint[], $10::bigint[]) AS u(d, t, c, s, r, l, x, h, f, e)`
+
+// insertTiles writes the tiles a group's leaves completed.
+const insertTiles = `INSERT INTO waisteer.log_tiles (log, level, n, hashes)
+	SELECT g, l, n, h FROM unnest($1::integer[], $2::smallint[], $3::bigint[], $4::bytea[]) AS u(g, l, n, h)`
+
+// columns are a group's rows, a column an array, as its statements take
+// them.
+type columns struct {
+	// The decisions.
+	digests, rows   [][]byte
+	ts, ctxs, snaps []int64
+	logs            []int32
+	idx             []int64
+	steered         []bool // a session's entry (Loads): first and ends
+	firsts          []int16
+	ends            []int64
+	// The logs they are appended to: sizes before and after.
+	logIDs             []int32
+	oldSizes, newSizes []int64
+	// The tiles the leaves completed.
+	tileLogs []int32
+	levels   []int16
+	ns       []int64
+	hashes   [][]byte
+}
+
+// add is one decision, of the context and snapshot of those ids.
+func (c *columns) add(d *store.Decision, row []byte, context, snapshot int64) {
+	c.digests, c.rows = append(c.digests, d.Digest[:]), append(c.rows, row)
+	c.ts, c.ctxs, c.snaps = append(c.ts, i64(d.T)), append(c.ctxs, context), append(c.snaps, snapshot)
+}
+
+func (c *columns) decisionArgs() []any {
+	return []any{c.digests, c.ts, c.ctxs, c.snaps, c.rows, c.logs, c.idx, c.steered, c.firsts, c.ends}
+}
+
+// appendLeaves appends the leaves of ds[todo] to their rooms' logs, each
+// from its frontier in fronts: the leaves' indexes, the logs' sizes and
+// the tiles completed, and in g the frontiers after.
+func (c *columns) appendLeaves(ds []store.Decision, todo []int, rooms []sig.Hash, logs map[sig.Hash]int32, fronts map[int32]frontier, g *group) error {
+	leaves := map[sig.Hash][]store.LogEntry{}
+	for _, i := range todo {
+		d := &ds[i]
+		l := logs[d.Room]
+		c.logs, c.idx = append(c.logs, l), append(c.idx, fronts[l].size+int64(len(leaves[d.Room])))
+		leaves[d.Room] = append(leaves[d.Room], store.LogEntry{Digest: d.Digest, T: d.T})
+	}
+	for _, r := range rooms {
+		es := leaves[r]
+		if len(es) == 0 {
+			continue
+		}
+		id := logs[r]
+		next, ts, err := appendTo(fronts[id], es)
+		if err != nil {
+			return fmt.Errorf("postgres: room %s's log: %w", r, err)
+		}
+		g.after[id] = next
+		for _, t := range ts {
+			c.tileLogs, c.levels, c.ns, c.hashes = append(c.tileLogs, id), append(c.levels, int16(t.level)), append(c.ns, t.n), append(c.hashes, t.data)
+		}
+		c.logIDs, c.oldSizes, c.newSizes = append(c.logIDs, id), append(c.oldSizes, fronts[id].size), append(c.newSizes, next.size)
+	}
+	return nil
+}
+
+// sessions adds each decision's session entry, where this server's table
+// of loads steered it (Loads): the others read it with the decision.
+func (s *Store) sessions(ds []store.Decision, todo []int, c *columns) {
+	s.mu.Lock()
+	loads := s.loads
+	s.mu.Unlock()
+	c.steered, c.firsts, c.ends = make([]bool, 0, len(todo)), make([]int16, 0, len(todo)), make([]int64, 0, len(todo))
+	add := func(first int, expires uint64, ok bool) {
+		c.steered, c.firsts, c.ends = append(c.steered, ok), append(c.firsts, int16(first)), append(c.ends, i64(expires))
+	}
+	if loads != nil {
+		loads.steered(ds, todo, add)
+	} else {
+		for range todo {
+			add(0, 0, false)
+		}
+	}
 }

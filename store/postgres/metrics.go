@@ -23,6 +23,9 @@ type storeMetrics struct {
 	logsMade    atomic.Uint64 // logs this server made
 	sealedUnder atomic.Uint64 // this server's logs its groups found sealed
 	sealedGone  atomic.Uint64 // logs of servers gone that this one sealed
+	// Groups written in one statement (once.go), and those whose
+	// statement found what this server knew changed.
+	atOnce, atOnceMissed atomic.Uint64
 }
 
 func newStoreMetrics() *storeMetrics {
@@ -40,6 +43,9 @@ func (s *Store) WriteMetrics(b *bytes.Buffer) {
 	b.WriteString("# HELP waisteer_pg_groups_total Groups of decisions written, and those that failed.\n# TYPE waisteer_pg_groups_total counter\n")
 	fmt.Fprintf(b, "waisteer_pg_groups_total{result=\"committed\"} %d\n", m.groups.Load())
 	fmt.Fprintf(b, "waisteer_pg_groups_total{result=\"failed\"} %d\n", m.failures.Load())
+	b.WriteString("# HELP waisteer_pg_groups_at_once_total Groups written in one statement, and those whose statement found a log or a snapshot changed and left them to two round trips.\n# TYPE waisteer_pg_groups_at_once_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_groups_at_once_total{result=\"committed\"} %d\n", m.atOnce.Load())
+	fmt.Fprintf(b, "waisteer_pg_groups_at_once_total{result=\"missed\"} %d\n", m.atOnceMissed.Load())
 	b.WriteString("# HELP waisteer_pg_logs_made_total Logs of decisions this server made: one at its first decision in a room, and another after one was sealed under it.\n# TYPE waisteer_pg_logs_made_total counter\n")
 	fmt.Fprintf(b, "waisteer_pg_logs_made_total %d\n", m.logsMade.Load())
 	b.WriteString("# HELP waisteer_pg_logs_sealed_total Logs sealed: this server's, found sealed under it by another that took it for gone; and other servers', sealed by this one as gone.\n# TYPE waisteer_pg_logs_sealed_total counter\n")

@@ -14,8 +14,10 @@ import (
 // round-trip latency, the follower's lag"): after five groups on one
 // server and two on another, in one room, and a steered decision of the
 // first's (a group of its own), the first server counts six committed
-// groups, with a commit time each, two round trips each (the
-// group's two batches), and one log made (its own of the room, whatever
+// groups, with a commit time each, and seven round trips: the first
+// group's two batches, and one for each of the five after it, written in
+// one statement (once.go: the same log, context and snapshot as the first;
+// the steered decision's are benchDecisions'), and one log made (its own of the room, whatever
 // the other did: SPEC-NOTES "One log per server and room"), none sealed.
 // The shared table reports itself counted and its lag.
 func TestMetrics(t *testing.T) {
@@ -45,7 +47,9 @@ func TestMetrics(t *testing.T) {
 		"waisteer_pg_groups_total{result=\"committed\"} 6\n",
 		"waisteer_pg_groups_total{result=\"failed\"} 0\n",
 		"waisteer_pg_group_commit_seconds_count 6\n",
-		"waisteer_pg_round_trip_seconds_count 12\n",
+		"waisteer_pg_round_trip_seconds_count 7\n",
+		"waisteer_pg_groups_at_once_total{result=\"committed\"} 5\n",
+		"waisteer_pg_groups_at_once_total{result=\"missed\"} 0\n",
 		"waisteer_pg_logs_made_total 1\n",
 		"waisteer_pg_logs_sealed_total{by=\"another\"} 0\n",
 		"waisteer_pg_logs_sealed_total{by=\"this\"} 0\n",

@@ -49,8 +49,11 @@ type Store struct {
 	contexts map[context3]int64 // ids of the contexts known to be held
 	// frontiers are this server's own logs as it last appended to them.
 	frontiers map[int32]frontier
-	own       map[sig.Hash]ownLog // the rooms' logs this server appends to
-	loads     *Loads              // the shared table on this store, closed first
+	// snapshotIDs are the snapshots' ids this server's groups read or
+	// wrote, for the next to name them at once (once.go).
+	snapshotIDs map[sig.Hash]int64
+	own         map[sig.Hash]ownLog // the rooms' logs this server appends to
+	loads       *Loads              // the shared table on this store, closed first
 
 	live    liveness      // how often this opening says it is alive, and when others are gone
 	upSince atomic.Int64  // since when (UnixNano) every beat reached the database; 0 after a failed one
@@ -167,7 +170,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	cc := cfg.ConnConfig
 	timeouts(cc, dsn, o, true)
-	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}, own: map[sig.Hash]ownLog{},
+	s := &Store{chunk: o.chunk, contexts: map[context3]int64{}, frontiers: map[int32]frontier{}, snapshotIDs: map[sig.Hash]int64{}, own: map[sig.Hash]ownLog{},
 		live: o.live, stop: make(chan struct{}), metrics: newStoreMetrics()}
 	// The probe makes a connection of its own: one the pool holds may
 	// be to a backend not yet stopped (health.saw).
