@@ -145,7 +145,8 @@ type benchServersRow struct {
 	cpuGen            time.Duration // the load generators' (wrk's and this process's)
 	cpuBusy           time.Duration // the whole machine's, from /proc/stat
 	cpuOK             bool
-	idle, steal       float64 // the machine's shares over the phase
+	idle, steal       float64       // the machine's shares over the phase
+	probe             time.Duration // the speed probe's median over the phase (speed.go)
 
 	tables     map[string]int64 // PostgreSQL: each table's growth over the phase, in bytes
 	decisions  uint64           // PostgreSQL: the decisions' rows after the phase
@@ -178,6 +179,13 @@ func (r *benchServersRow) name() string {
 		return "three servers on one PostgreSQL, together"
 	}
 	return fmt.Sprintf("%d servers on one PostgreSQL, together", r.servers)
+}
+
+// cpuAtSpeed is cpuPer at the speed of the machine over the phase of ref:
+// divided by how much longer the speed probe's work took over this phase
+// than over ref's (speed.go); cpuPer where either is unknown.
+func (r *benchServersRow) cpuAtSpeed(ref *benchServersRow) time.Duration {
+	return time.Duration(float64(r.cpuPer()) / slowdown(r.probe, ref.probe))
 }
 
 // cpuPer is the CPU of the servers and PostgreSQL together per decision
@@ -483,9 +491,11 @@ func (b *bencher) serversRow(ctx context.Context, r *benchRoom, engine string, n
 	if err != nil {
 		return nil, err
 	}
+	probe := startSpeedProbe(probeEvery)
 	stats0, cpu0, self0 := readProcStats("/proc"), benchCPUTimesNow(), selfCPU()
 	phs, wrkCPU, err := b.drive(ctx, g.loads, b.o.Duration)
 	stats1, cpu1, self1 := readProcStats("/proc"), benchCPUTimesNow(), selfCPU()
+	row.probe = probe.end()
 	row.cpuGen = wrkCPU + self1 - self0
 	if err != nil {
 		return nil, err

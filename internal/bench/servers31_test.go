@@ -443,6 +443,66 @@ func TestServersTable(t *testing.T) {
 	if !strings.Contains(report, "   3 servers: 228,571 decisions/s, bound by PostgreSQL's CPU") {
 		t.Errorf("the arithmetic:\n%s", report)
 	}
+	if strings.Contains(report, "at one server's speed") {
+		t.Errorf("a report without the speed probe prints its figures:\n%s", report)
+	}
+
+	// The machine's speed (speed.go): the probe took 100 µs over one
+	// server's phase on PostgreSQL, and 125 µs over three servers': their
+	// 170 µs a decision is 136 µs at one server's speed, 0.91 of one
+	// server's 150 (the raw ratio stays 1.13).
+	rep.rows[1].probe, rep.rows[3].probe = 100*us, 125*us
+	out.Reset()
+	rep.write(&out)
+	report = out.String()
+	clear(goals)
+	for _, m := range line.FindAllStringSubmatch(report, -1) {
+		goals[m[1]] = [2]string{m[2], m[3]}
+	}
+	for name, want := range map[string][2]string{
+		"servers: CPU per decision (servers + PostgreSQL), three servers / one's": {"1.13", "met"},
+		"servers: the same, at one server's speed (the probe)":                    {"0.91", "met"},
+	} {
+		if got, ok := goals[name]; !ok || got != want {
+			t.Errorf("goal %q: %v (%v), want %v\n%s", name, got, ok, want, report)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  three servers on one PostgreSQL, together +probe +125\.0 µs \(1\.25 of one server's\)  CPU per decision +170\.0 µs, at one server's speed +136\.0 µs$`).MatchString(report) {
+		t.Errorf("the three servers' speed line:\n%s", report)
+	}
+}
+
+// TestSpeedProbe: the median of the probe's samples (the middle one, or
+// the mean of the middle two), and the slowdown of a phase against the
+// reference's, 1 where either is unknown. The probe itself, run briefly,
+// takes samples of some CPU each.
+func TestSpeedProbe(t *testing.T) {
+	us := time.Microsecond
+	for _, c := range []struct {
+		xs   []time.Duration
+		want time.Duration
+	}{
+		{nil, 0}, {[]time.Duration{7 * us}, 7 * us}, {[]time.Duration{9 * us, 1 * us, 5 * us}, 5 * us}, {[]time.Duration{4 * us, 1 * us, 9 * us, 2 * us}, 3 * us},
+	} {
+		if got := medianDuration(c.xs); got != c.want {
+			t.Errorf("median of %v: %v, want %v", c.xs, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		phase, ref time.Duration
+		want       float64
+	}{
+		{125 * us, 100 * us, 1.25}, {80 * us, 100 * us, 0.8}, {0, 100 * us, 1}, {100 * us, 0, 1},
+	} {
+		if got := slowdown(c.phase, c.ref); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("slowdown(%v, %v) = %v, want %v", c.phase, c.ref, got, c.want)
+		}
+	}
+	p := startSpeedProbe(time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	if m := p.end(); m <= 0 || len(p.samples) == 0 {
+		t.Errorf("the probe took %d samples, median %v", len(p.samples), m)
+	}
 }
 
 // FuzzParseProcStat: a stat line of any bytes reads or is refused, never

@@ -298,6 +298,17 @@ func (r *benchServersReport) write(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 
+	if ref := r.pg(1); ref != nil && ref.probe > 0 {
+		fmt.Fprintf(w, "The machine's speed: the CPU of %d Ed25519 signatures of 1260 bytes (speed.go's probe, every %s on a thread of its own), the median\n", probeSigns, probeEvery)
+		fmt.Fprintln(w, "  over each phase beside its median over one server's on PostgreSQL, and each row's CPU per decision at the speed of that phase")
+		fmt.Fprintln(w, "  (its CPU per decision / that factor): the same work reads as more CPU when the machine is kept busier")
+		for _, row := range r.rows {
+			fmt.Fprintf(w, "  %-44s probe %9s (%.2f of one server's)  CPU per decision %9s, at one server's speed %9s\n", row.name(),
+				benchDur(row.probe), slowdown(row.probe, ref.probe), benchDur(row.cpuPer()), benchDur(row.cpuAtSpeed(ref)))
+		}
+		fmt.Fprintln(w)
+	}
+
 	lost, phases := 0, 0
 	storesOK := true
 	fmt.Fprintln(w, "Nothing lost: each phase's decisions stored (rows counted in waisteer.decisions; on bbolt the group commits) / answered 200 (the servers' counters) / answers the generators read")
@@ -372,6 +383,11 @@ func (r *benchServersReport) write(w io.Writer) {
 		}
 		if three := r.pg(3); three != nil {
 			serversCPUGoal(3, three.cpuPer(), one.cpuPer()).write(w)
+			if three.probe > 0 && one.probe > 0 {
+				g := serversCPUGoal(3, three.cpuAtSpeed(one), one.cpuPer())
+				g.name = "servers: the same, at one server's speed (the probe)"
+				g.write(w)
+			}
 		}
 		if bolt != nil {
 			pgRateGoal(one.rate, bolt.rate).write(w)
