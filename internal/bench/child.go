@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -52,8 +53,9 @@ func ServeChild(ctx context.Context, stop func(), stdout, stderr io.Writer, cfgF
 }
 
 // benchProfiles serves the process's profiles on a loopback address until
-// ctx ends: /debug/pprof/profile?seconds=N (CPU), and allocs, heap, mutex,
-// block and goroutine by name.
+// ctx ends: /debug/pprof/profile?seconds=N (CPU), /debug/pprof/trace?seconds=N
+// (the runtime's execution trace), and allocs, heap, mutex, block and
+// goroutine by name.
 func benchProfiles(ctx context.Context, addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
@@ -76,6 +78,22 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 		case <-r.Context().Done():
 		}
 		pprof.StopCPUProfile()
+	})
+	mux.HandleFunc("/debug/pprof/trace", func(w http.ResponseWriter, r *http.Request) {
+		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+		if err != nil || secs < 1 || secs > 60 {
+			secs = 1
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := trace.Start(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		select {
+		case <-time.After(time.Duration(secs) * time.Second):
+		case <-r.Context().Done():
+		}
+		trace.Stop()
 	})
 	mux.HandleFunc("/debug/pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
 		p := pprof.Lookup(r.PathValue("name"))

@@ -204,3 +204,28 @@ func FuzzParseProfile(f *testing.F) {
 		newBenchStages(p, 1)
 	})
 }
+
+// TestBenchProfilesTrace: the child's profiles serve the runtime's
+// execution trace for the seconds asked (the file format begins "go 1.";
+// runtime/trace), a named profile, a 404 for a name that is none, and
+// refuse an address that is not loopback.
+func TestBenchProfilesTrace(t *testing.T) {
+	if _, err := benchProfiles(t.Context(), "0.0.0.0:0"); err == nil {
+		t.Error("a profile server on every address was started")
+	}
+	base, err := benchProfiles(t.Context(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(base, "http://")
+	tr, err := benchGet(t.Context(), addr, "/debug/pprof/trace?seconds=1")
+	if err != nil || !bytes.HasPrefix(tr, []byte("go 1.")) {
+		t.Fatalf("the trace: %d bytes beginning %q, %v", len(tr), tr[:min(len(tr), 16)], err)
+	}
+	if g, err := benchGet(t.Context(), addr, "/debug/pprof/goroutine"); err != nil || len(g) == 0 {
+		t.Fatalf("the goroutine profile: %d bytes, %v", len(g), err)
+	}
+	if _, err := benchGet(t.Context(), addr, "/debug/pprof/nothing"); err == nil {
+		t.Error("a profile of no name was served")
+	}
+}
