@@ -1,8 +1,9 @@
 package postgres
 
-// A group of decisions written in few round trips (issue 31): the first
-// batch begins the transaction, locks this server's own logs of the rooms
-// and reads the snapshots the decisions reference; the last writes the
+// A group of decisions written in two round trips (issue 31), where a
+// group in one statement (once.go) cannot be: the first batch begins the
+// transaction, locks this server's own logs of the rooms and reads the
+// snapshots the decisions reference; the last writes the
 // decisions with their leaves, the tiles and the logs' sizes, and commits.
 // Between them, only what is rare: a snapshot or a context not known. A
 // log is appended to by its server only (SPEC-NOTES "One log per server
@@ -203,7 +204,14 @@ func (s *Store) putGroup(ctx context.Context, ev []store.Evidence, ds []store.De
 	// server's other group committed and not yet remembered) is read
 	// again.
 	fronts := make(map[int32]frontier, len(rooms))
+	appended := map[sig.Hash]bool{}
+	for _, i := range todo {
+		appended[ds[i].Room] = true
+	}
 	for _, r := range rooms {
+		if !appended[r] {
+			continue // every decision of it held already
+		}
 		id := logs[r]
 		n := sizes[id]
 		s.mu.Lock()
