@@ -63,38 +63,8 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 	}
 	runtime.SetMutexProfileFraction(10)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
-		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
-		if err != nil || secs < 1 || secs > 600 {
-			secs = 10
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		if err := pprof.StartCPUProfile(w); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		select {
-		case <-time.After(time.Duration(secs) * time.Second):
-		case <-r.Context().Done():
-		}
-		pprof.StopCPUProfile()
-	})
-	mux.HandleFunc("/debug/pprof/trace", func(w http.ResponseWriter, r *http.Request) {
-		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
-		if err != nil || secs < 1 || secs > 60 {
-			secs = 1
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		if err := trace.Start(w); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		select {
-		case <-time.After(time.Duration(secs) * time.Second):
-		case <-r.Context().Done():
-		}
-		trace.Stop()
-	})
+	mux.HandleFunc("/debug/pprof/profile", timedProfile(600, 10, pprof.StartCPUProfile, pprof.StopCPUProfile))
+	mux.HandleFunc("/debug/pprof/trace", timedProfile(60, 1, trace.Start, trace.Stop))
 	mux.HandleFunc("/debug/pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
 		p := pprof.Lookup(r.PathValue("name"))
 		if p == nil {
@@ -112,6 +82,28 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 	go hs.Serve(ln)
 	go func() { <-ctx.Done(); hs.Close() }()
 	return "http://" + ln.Addr().String(), nil
+}
+
+// timedProfile serves a profile taken over ?seconds=N (1 to most; def
+// when absent or out of range), or until the request ends: start writes it
+// to the answer, stop ends it.
+func timedProfile(most, def int, start func(io.Writer) error, stop func()) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+		if err != nil || secs < 1 || secs > most {
+			secs = def
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := start(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		select {
+		case <-time.After(time.Duration(secs) * time.Second):
+		case <-r.Context().Done():
+		}
+		stop()
+	}
 }
 
 // benchSink keeps the plain server's signatures observable.

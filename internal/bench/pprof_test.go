@@ -207,7 +207,7 @@ func FuzzParseProfile(f *testing.F) {
 
 // TestBenchProfilesTrace: the child's profiles serve the runtime's
 // execution trace for the seconds asked (the file format begins "go 1.";
-// runtime/trace), a named profile, a 404 for a name that is none, and
+// runtime/trace), the CPU profile (gzipped), a named profile, a 404 for a name that is none, and
 // refuse an address that is not loopback.
 func TestBenchProfilesTrace(t *testing.T) {
 	if _, err := benchProfiles(t.Context(), "0.0.0.0:0"); err == nil {
@@ -221,6 +221,9 @@ func TestBenchProfilesTrace(t *testing.T) {
 	tr, err := benchGet(t.Context(), addr, "/debug/pprof/trace?seconds=1")
 	if err != nil || !bytes.HasPrefix(tr, []byte("go 1.")) {
 		t.Fatalf("the trace: %d bytes beginning %q, %v", len(tr), tr[:min(len(tr), 16)], err)
+	}
+	if cpu, err := benchGet(t.Context(), addr, "/debug/pprof/profile?seconds=1"); err != nil || !bytes.HasPrefix(cpu, []byte{0x1f, 0x8b}) {
+		t.Fatalf("the CPU profile (gzipped, RFC 1952's magic): %d bytes, %v", len(cpu), err)
 	}
 	if g, err := benchGet(t.Context(), addr, "/debug/pprof/goroutine"); err != nil || len(g) == 0 {
 		t.Fatalf("the goroutine profile: %d bytes, %v", len(g), err)
