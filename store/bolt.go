@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -64,6 +66,19 @@ type options struct {
 	// noFreelistSync is bbolt's NoFreelistSync, for the measures of
 	// issue 30 (export_test.go): see Open.
 	noFreelistSync bool
+	// noJournal writes every group of decisions to the file at once
+	// (WithoutJournal); journalRegion is the size of each of the
+	// journal's regions (journal.go).
+	noJournal     bool
+	journalRegion int64
+}
+
+// WithoutJournal has PutDecisions write every group to the file in a
+// commit of its own, without the journal in front of it (journal.go):
+// twice the syncs a group, for a store read by a tool that does not know
+// the journal, or to measure one beside the other.
+func WithoutJournal() Option {
+	return func(o *options) { o.noJournal = true }
 }
 
 // WithPruneChunk sets how many records, or decisions, Prune removes in each
@@ -103,6 +118,9 @@ type Bolt struct {
 	rx digestIndex
 	// lg is the rooms' logs (boltlog.go). Its writers hold ix.mu.
 	lg boltLog
+	// jr is the journal of decisions in front of the file (journal.go),
+	// nil without one.
+	jr *journal
 	// put is PutDecisions's scratch, reused under ix.mu.
 	put putScratch
 }
@@ -111,7 +129,7 @@ var _ Store = (*Bolt)(nil)
 
 // Open opens, or creates, the store in the bbolt file at path.
 func Open(path string, opts ...Option) (*Bolt, error) {
-	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush}
+	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, journalRegion: defaultJournalRegion}
 	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
 	for _, f := range opts {
 		f(&o)
@@ -194,11 +212,50 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	s.lg.hashing, s.lg.stop, s.lg.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	s.lg.hashing <- struct{}{} // what Open read again
 	go s.hasher()
+	// The groups journaled and not applied when the last server stopped
+	// are applied before anything reads the file, also by a store opened
+	// without the journal.
+	_, serr := os.Stat(journalPath(path))
+	if !o.noJournal || serr == nil {
+		if s.jr, err = openJournal(journalPath(path), o.journalRegion); err == nil {
+			if err = s.replayJournal(); err != nil || o.noJournal {
+				s.jr.f.Close()
+			}
+		}
+		if err != nil {
+			s.jr = nil
+			s.Close()
+			return nil, fmt.Errorf("store: %s: %w", path, err)
+		}
+		if o.noJournal {
+			s.jr = nil
+		} else {
+			go s.applier()
+		}
+	}
 	return s, nil
 }
 
-// Close writes the logs' pending leaves (boltlog.go) and closes the file.
+// Close applies the journal's pending groups (journal.go), writes the
+// logs' pending leaves (boltlog.go) and closes the files.
 func (s *Bolt) Close() error {
+	var err error
+	if j := s.jr; j != nil {
+		select {
+		case <-j.stop:
+		default:
+			close(j.stop)
+		}
+		<-j.done
+		j.mu.Lock()
+		if len(j.pending) > 0 {
+			err = j.err // they stay in the journal, for the next Open
+		}
+		j.mu.Unlock()
+		if cerr := j.f.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
+			err = cerr
+		}
+	}
 	if s.lg.stop != nil {
 		select {
 		case <-s.lg.stop:
@@ -207,7 +264,9 @@ func (s *Bolt) Close() error {
 		}
 		<-s.lg.done
 	}
-	err := s.flushLog()
+	if ferr := s.flushLog(); err == nil {
+		err = ferr
+	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}

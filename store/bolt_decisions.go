@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -76,6 +77,10 @@ func decisionBucketsOf(tx *bolt.Tx) decisionBuckets {
 // reference, in one durable write. A decision is held when its row is: its
 // digest covers its t (§7.3), so a decision put again has the row's key.
 // The index of decisions by digest has its share of the write (index.go).
+//
+// With a journal (journal.go), a group whose every snapshot is given is
+// made durable there and applied to the file a little later; any other is
+// written to the file at once, after the journal's groups before it.
 func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -85,6 +90,21 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 			return err
 		}
 	}
+	if s.jr != nil {
+		if err := s.jr.appendEntry(ctx, ev, ds); !errors.Is(err, errJournalSkip) {
+			return err
+		}
+		// After the groups journaled before it, at once.
+		if err := s.jr.waitApplied(ctx, s.jr.seq.Load(), true); err != nil {
+			return err
+		}
+	}
+	return s.putDecisions(ev, ds, 0)
+}
+
+// putDecisions writes the decisions to the file in one commit, which
+// records seq as the journal's last group applied when it is not 0.
+func (s *Bolt) putDecisions(ev []Evidence, ds []Decision, seq uint64) error {
 	var fresh map[decisionContext]uint64 // contexts this update added
 	var ch indexChange
 	var lch logChange
@@ -188,6 +208,11 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 		}
 		if err := s.lg.commit(tx, &lch, false); err != nil {
 			return err
+		}
+		if seq != 0 {
+			if err := tx.Bucket(bucketMeta).Put(metaJournalApplied, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+				return err
+			}
 		}
 		return s.ix.maintain(tx, &ch, max(s.ix.budget, 16*len(ds)))
 	})
@@ -314,8 +339,13 @@ func snapshotRef(b *decisionBuckets, key sig.Hash, ev []Evidence, n uint64) (uin
 	return id, b.snapshots.Put(clone(key[:]), binary.BigEndian.AppendUint64(idb, n))
 }
 
-// Decision returns the stored decision with the digest.
+// Decision returns the stored decision with the digest: one not found
+// is looked for again once the journal's groups before it are applied.
 func (s *Bolt) Decision(ctx context.Context, digest sig.Hash) (Decision, error) {
+	return settled(s, ctx, func() (Decision, error) { return s.decision(ctx, digest) })
+}
+
+func (s *Bolt) decision(ctx context.Context, digest sig.Hash) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
@@ -338,6 +368,10 @@ func (s *Bolt) Decision(ctx context.Context, digest sig.Hash) (Decision, error) 
 // leaf names it (LogEntry): its row is read by its key, without the index
 // by digest, whose lookup reads a run of each level.
 func (s *Bolt) DecisionAt(ctx context.Context, t uint64, digest sig.Hash) (Decision, error) {
+	return settled(s, ctx, func() (Decision, error) { return s.decisionAtKey(ctx, t, digest) })
+}
+
+func (s *Bolt) decisionAtKey(ctx context.Context, t uint64, digest sig.Hash) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
@@ -374,8 +408,13 @@ func (s *Bolt) decisionAt(tx *bolt.Tx, t uint64, digest sig.Hash) (Decision, err
 	}, nil
 }
 
-// EvidenceSnapshot returns the body of the snapshot with the key.
+// EvidenceSnapshot returns the body of the snapshot with the key (one
+// not found is looked for again as Decision does).
 func (s *Bolt) EvidenceSnapshot(ctx context.Context, key sig.Hash) ([]byte, error) {
+	return settled(s, ctx, func() ([]byte, error) { return s.evidenceSnapshot(ctx, key) })
+}
+
+func (s *Bolt) evidenceSnapshot(ctx context.Context, key sig.Hash) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

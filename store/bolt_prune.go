@@ -19,6 +19,9 @@ import (
 // what it removed so far counted.
 func (s *Bolt) Prune(ctx context.Context, recordsBefore, decisionsBefore uint64) (PruneStats, error) {
 	var st PruneStats
+	if err := s.settle(ctx); err != nil {
+		return st, err
+	}
 	if err := s.pruneRecords(ctx, recordsBefore, &st); err != nil {
 		return st, err
 	}

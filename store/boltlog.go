@@ -478,6 +478,9 @@ func (s *Bolt) Logs(ctx context.Context, room sig.Hash) ([]LogInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	s.lg.mu.RLock()
 	defer s.lg.mu.RUnlock()
 	if r := s.lg.rooms[room]; r != nil {
@@ -496,6 +499,9 @@ func (s *Bolt) OwnLog(ctx context.Context, room sig.Hash) (LogInfo, error) {
 // LogSize is the number of leaves in the room's log.
 func (s *Bolt) LogSize(ctx context.Context, room sig.Hash, n int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.settle(ctx); err != nil {
 		return 0, err
 	}
 	s.lg.mu.RLock()
@@ -525,6 +531,13 @@ func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, n, start, end int6
 		return nil, errNoSuchLog(n)
 	}
 	written, pending := s.logView(room)
+	if end > written+int64(len(pending)) {
+		// Leaves not applied yet, or none.
+		if err := s.settle(ctx); err != nil {
+			return nil, err
+		}
+		written, pending = s.logView(room)
+	}
 	if start < 0 || start > end || end > written+int64(len(pending)) {
 		return nil, fmt.Errorf("store: log entries [%d, %d) of a log of %d", start, end, written+int64(len(pending)))
 	}
@@ -563,6 +576,12 @@ func (s *Bolt) LogEntries(ctx context.Context, room sig.Hash, n, start, end int6
 func (s *Bolt) LogHashes(ctx context.Context, room sig.Hash, n int64, indexes []int64) ([]tlog.Hash, error) {
 	if n != 0 {
 		return nil, errNoSuchLog(n)
+	}
+	if written, pending := s.logView(room); slices.ContainsFunc(indexes, func(x int64) bool { return x >= tlog.StoredHashCount(written+int64(len(pending))) }) {
+		// Of leaves not applied yet, or of none.
+		if err := s.settle(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for range 3 {
 		if err := ctx.Err(); err != nil {
@@ -615,8 +634,18 @@ func (s *Bolt) logHashes(room sig.Hash, indexes []int64) ([]tlog.Hash, bool, err
 }
 
 // LogRef is the index the decision's row names, in the room's one log: a
-// pruned decision's is not found.
+// pruned decision's is not found (one not found is looked for again as
+// Decision does).
 func (s *Bolt) LogRef(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, int64, error) {
+	var n int64
+	x, err := settled(s, ctx, func() (x int64, err error) {
+		n, x, err = s.logRef(ctx, room, digest)
+		return x, err
+	})
+	return n, x, err
+}
+
+func (s *Bolt) logRef(ctx context.Context, room sig.Hash, digest sig.Hash) (int64, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}

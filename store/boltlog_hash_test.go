@@ -171,7 +171,9 @@ func TestBoltLogTiles(t *testing.T) {
 // leaves, slices and read transaction were another 4.5 a decision (14.6
 // here before).
 func TestPutDecisionsAllocs(t *testing.T) {
-	s := openTestBolt(t, "")
+	// The commit's own allocations, without the journal in front of it
+	// (TestJournalAllocs counts those of a journaled group).
+	s := openTestBolt(t, "", WithoutJournal())
 	s.db.NoSync = true // the count is the same synced; the test is faster
 	sc := pathwaysScenario(t, 3, 8)
 	base := makeDecisions(t, sc, 12, 1, 6*scenario.Period, 1)[0]

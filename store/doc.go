@@ -68,7 +68,9 @@
 //	                  moves to record_rows); "index_through" → the watermark of the
 //	                  index by digest (index.go): rows keyed before it are in
 //	                  runs or in decision_digests; "secret/NAME" → a
-//	                  secret (Store.Secret)
+//	                  secret (Store.Secret); "journal_applied" → u64 BE,
+//	                  the last group of the journal (journal.go) this
+//	                  file holds
 //	rooms             room id → version u8 1, u8 1 when a key log head follows
 //	                  (else 0), u32 length and the descriptor, then the head
 //	policies          digest → the WSP1 bytes
@@ -94,4 +96,7 @@
 //	context_ids       id u64 BE → room ‖ policy ‖ signer
 //	snapshots         key → id u64 BE ‖ references u64 BE
 //	snapshot_bodies   id u64 BE → key ‖ body
+//
+// Beside the file, its journal (FILE-journal, journal.go) holds the groups
+// of decisions made durable and not yet applied to it; Open applies them.
 package store

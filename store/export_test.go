@@ -27,3 +27,7 @@ func WithLogFlush(n int) Option { return func(o *options) { o.logFlush = n } }
 // freelist is not written at each commit, and is found at Open by walking
 // the file's pages (BenchmarkOpenLarge measures both).
 func withNoFreelistSync() Option { return func(o *options) { o.noFreelistSync = true } }
+
+// withJournalRegion makes a new journal of regions of n bytes, so that a
+// test fills and reuses them (journal.go).
+func withJournalRegion(n int64) Option { return func(o *options) { o.journalRegion = n } }

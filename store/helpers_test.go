@@ -61,6 +61,9 @@ func openTestBolt(t testing.TB, path string, opts ...Option) *Bolt {
 // snapshot's count is the number of decisions referencing it and its key is
 // SHA-256 of its body; every record is indexed once.
 func boltInvariants(s *Bolt) error {
+	if err := s.settle(context.Background()); err != nil {
+		return err
+	}
 	return s.db.View(func(tx *bolt.Tx) error {
 		refs := map[uint64]uint64{}
 		decisions := 0
@@ -176,6 +179,9 @@ func snapshotCount(t testing.TB, s Store) int {
 		defer s.mu.RUnlock()
 		return len(s.snapshots)
 	case *Bolt:
+		if err := s.settle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		n := 0
 		if err := s.db.View(func(tx *bolt.Tx) error {
 			n = tx.Bucket(bucketSnapshots).Stats().KeyN

@@ -26,7 +26,7 @@ type benchStage struct {
 
 var benchStageList = []benchStage{
 	{"signature (Ed25519 of the decision)", regexp.MustCompile(`ed25519\.(Sign|sign)`)},
-	{"commit (the group commit's goroutine)", regexp.MustCompile(`commit\.\(\*Decisions\)\.(Run|write|put)`)},
+	{"commit (group commits, the journal's applier)", regexp.MustCompile(`commit\.\(\*Decisions\)\.(Run|write|put)|store\.\(\*Bolt\)\.applier`)},
 	{"log (the decision log's hasher, slog)", regexp.MustCompile(`Bolt\)\.hasher|/declog\.|log/slog\.`)},
 	{"report (reading the player's report)", regexp.MustCompile(`waisteer/report\.`)},
 	{"rule (the draw, the ranking's Decide)", regexp.MustCompile(`\(\*steering\)\.rule|DecideDrawn|\(\*Ranking\)\.Decide$|decision\.Draw$`)},
@@ -38,8 +38,8 @@ var benchStageList = []benchStage{
 	{"GC (background)", regexp.MustCompile(`^runtime\.(gcBgMarkWorker|bgsweep|bgscavenge)`)},
 }
 
-// benchFdatasync is the commit's part in fdatasync (bbolt's, twice per
-// group: data pages, then meta).
+// benchFdatasync is the commit's part in fdatasync (the journal's, once
+// a group; bbolt's, twice a commit of the applier: data pages, then meta).
 var benchFdatasync = regexp.MustCompile(`fdatasync|Fdatasync`)
 
 // benchStages is a turn's cost by stage.
