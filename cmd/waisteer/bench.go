@@ -120,9 +120,10 @@ func runBenchServe(e *env, args []string) error {
 }
 
 func runBenchPlain(e *env, args []string) error {
-	fs := newFlags(e, "bench plain", "-manifest FILE [-sign FILE] [-listen ADDR]")
+	fs := newFlags(e, "bench plain", "-manifest FILE [-sign FILE [-durable FILE]] [-listen ADDR]")
 	manifestFile := fs.String("manifest", "", "the `file` of the manifest to answer")
 	signFile := fs.String("sign", "", "sign the message in this `file` for every request")
+	durableFile := fs.String("durable", "", "with -sign: make the message and its signature durable in this new `file` (a group commit of one write and one fdatasync) before each answer")
 	listen := fs.String("listen", "127.0.0.1:0", "the `address` to listen on")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -132,5 +133,5 @@ func runBenchPlain(e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return bench.PlainChild(ctx, e.stdout, e.stderr, *manifestFile, *signFile, *listen)
+	return bench.PlainChild(ctx, e.stdout, e.stderr, *manifestFile, *signFile, *durableFile, *listen)
 }

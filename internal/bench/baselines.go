@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	bolt "go.etcd.io/bbolt"
 
 	"bytes"
@@ -331,29 +332,45 @@ func benchLoadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// benchFsync is the median time of a 4 KiB write and fdatasync in dir, the
-// least each durable commit costs.
-func benchFsync(dir string) time.Duration {
+// benchFsync probes the disk in dir for d: 4 KiB writes over a file
+// written as zeros beforehand, each followed by fdatasync, as the store's
+// journal writes; its median is the least each durable commit costs, its
+// tail what a durable answer waits for now and then.
+func benchFsync(dir string, d time.Duration) benchDisk {
+	var dk benchDisk
 	f, err := os.CreateTemp(dir, "fsync-")
 	if err != nil {
-		return 0
+		return dk
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
+	const size = 4 << 20
+	if _, err := f.WriteAt(make([]byte, size), 0); err != nil || f.Sync() != nil {
+		return dk
+	}
 	page := make([]byte, 4096)
 	var ts []time.Duration
-	for i := range 21 {
+	began := time.Now()
+	for off := int64(0); len(ts) < 21 || time.Since(began) < d; off = (off + 4096) % size {
 		start := time.Now()
-		if _, err := f.WriteAt(page, int64(i)*4096); err != nil {
-			return 0
+		if _, err := f.WriteAt(page, off); err != nil {
+			return dk
 		}
-		if err := f.Sync(); err != nil {
-			return 0
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil && !errors.Is(err, syscall.EINTR) {
+			return dk
 		}
 		ts = append(ts, time.Since(start))
 	}
 	slices.Sort(ts)
-	return quantile(ts, 0.5)
+	return benchDisk{n: len(ts), over: time.Since(began), pct: [4]time.Duration{quantile(ts, 0.5), quantile(ts, 0.99), quantile(ts, 0.999), ts[len(ts)-1]}}
+}
+
+// benchDisk is the disk's probe: how many syncs, and their p50, p99,
+// p999 and longest.
+type benchDisk struct {
+	n    int
+	over time.Duration
+	pct  [4]time.Duration
 }
 
 type benchEvidence struct {

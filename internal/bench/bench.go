@@ -12,7 +12,8 @@
 // pinned to core 0 where the machine allows, so that its CPU time is read
 // from /proc apart from the load generator's (wrk where it is installed,
 // else the Go generator of load.go). Issue 30 added the server on two
-// cores (phases30.go), the floor paced at each server's half rate, records
+// cores (phases30.go), the floor paced at each server's half rate and
+// beside it the durable floor (durable.go), records
 // paced at 1 000 a second, a start-up on a store built through the store
 // API with the recount's p99 (startup30.go), and the cost per stage from a
 // CPU profile (pprof.go, stages.go). Issue 31 added -servers

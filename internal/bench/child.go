@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,11 +110,13 @@ func timedProfile(most, def int, start func(io.Writer) error, stop func()) http.
 // benchSink keeps the plain server's signatures observable.
 var benchSink atomic.Uint32
 
-// PlainChild is `waisteer bench plain`, the baseline servers (b) and (c):
-// net/http on listen answering every request with the manifest in
+// PlainChild is `waisteer bench plain`, the baseline servers (b), (c) and
+// (d): net/http on listen answering every request with the manifest in
 // manifestFile and, when signFile is not "", after an Ed25519 signature of
-// the message it holds; until ctx ends.
-func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, signFile, listen string) error {
+// the message it holds, and, when durableFile is not "" too, once the
+// message and its signature are durable in that file (durable.go); until
+// ctx ends.
+func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, signFile, durableFile, listen string) error {
 	manifest, err := os.ReadFile(manifestFile)
 	if err != nil {
 		return err
@@ -124,12 +127,29 @@ func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, sig
 			return err
 		}
 	}
+	var dl *durableLog
+	if durableFile != "" {
+		if msg == nil {
+			return errors.New("bench plain: -durable needs -sign")
+		}
+		if dl, err = openDurableLog(durableFile); err != nil {
+			return err
+		}
+		defer dl.close()
+	}
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
 	length := strconv.Itoa(len(manifest))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg != nil {
 			s := ed25519.Sign(key, msg)
 			benchSink.Store(binary.LittleEndian.Uint32(s))
+			if dl != nil {
+				signed := make([]byte, 0, len(msg)+len(s))
+				if err := dl.append(append(append(signed, msg...), s...)); err != nil {
+					http.Error(w, "not stored", http.StatusInternalServerError)
+					return
+				}
+			}
 		}
 		hd := w.Header()
 		hd.Set("Content-Type", server.ManifestType)

@@ -27,7 +27,8 @@ type benchReport struct {
 	machine    []string
 	loadAvg    [2]string
 	when       time.Time
-	fsync      time.Duration
+	fsync      time.Duration // the disk probe's median
+	disk       benchDisk
 	generator  string
 	pinned     bool
 	wrk        bool
@@ -51,6 +52,7 @@ type benchRoomRun struct {
 	runs                         []*benchRealRun
 	floor                        map[int]*benchServer // (c), by connections
 	floorSat                     map[int]*benchServed // (c) saturated
+	durable                      *benchServer         // (d), at the least connections
 	twoCores                     []*benchRealRun      // the first room's: each engine on two cores (issue 30)
 	bare, bareAll                time.Duration        // (a)
 	check                        time.Duration        // a record's parse and check, its signature's verification
@@ -58,28 +60,29 @@ type benchRoomRun struct {
 
 // benchRealRun is the real server behind one engine over one room.
 type benchRealRun struct {
-	n          int
-	engine     string
-	storeFile  string
-	dir, path  string               // its files' directory, and the path of server_uri
-	sat        map[int]*benchServed // by connections
-	half       benchServed          // paced at half the rate saturated at the least connections
-	floorHalf  benchServed          // (c) paced at the same offered rate as half, right after it (issue 30)
-	cores      int                  // the cores its child ran on (1 pinned to core 0; 2 the two-core phase)
-	procs      int                  // its child's GOMAXPROCS, as it printed it
-	stages     *benchStages         // the cost per decision by stage, from a CPU profile of a saturated turn of its own
-	paced      *benchPaced          // records at 1 000 a second (issue 30)
-	groupSize  float64
-	bytesInUse float64 // per decision, in the decision buckets
-	fileBytes  float64 // per decision, the file's growth while steering
-	fileSize   int64
-	stored     uint64 // the store's decisions once the server stopped
-	leaves     uint64 // its log's leaves then
-	answered   uint64 // its steering route's 200s over its life
-	received   uint64 // the manifests the generators read
-	peakRSS    int64
-	ingest     []benchIngest
-	profiled   []string
+	n           int
+	engine      string
+	storeFile   string
+	dir, path   string               // its files' directory, and the path of server_uri
+	sat         map[int]*benchServed // by connections
+	half        benchServed          // paced at half the rate saturated at the least connections
+	floorHalf   benchServed          // (c) paced at the same offered rate as half, right after it (issue 30)
+	durableHalf benchServed          // (d) the same, right after (c)
+	cores       int                  // the cores its child ran on (1 pinned to core 0; 2 the two-core phase)
+	procs       int                  // its child's GOMAXPROCS, as it printed it
+	stages      *benchStages         // the cost per decision by stage, from a CPU profile of a saturated turn of its own
+	paced       *benchPaced          // records at 1 000 a second (issue 30)
+	groupSize   float64
+	bytesInUse  float64 // per decision, in the decision buckets
+	fileBytes   float64 // per decision, the file's growth while steering
+	fileSize    int64
+	stored      uint64 // the store's decisions once the server stopped
+	leaves      uint64 // its log's leaves then
+	answered    uint64 // its steering route's 200s over its life
+	received    uint64 // the manifests the generators read
+	peakRSS     int64
+	ingest      []benchIngest
+	profiled    []string
 }
 
 type benchIngest struct {
@@ -94,7 +97,12 @@ type benchIngest struct {
 func (b *bencher) run(ctx context.Context) (*benchReport, error) {
 	rep := &benchReport{o: b.o, when: time.Now().UTC(), machine: benchMachine(), generator: b.generator(), pinned: b.pin.on, wrk: b.wrk != ""}
 	rep.loadAvg[0] = benchLoadAvg()
-	rep.fsync = benchFsync(b.tmp)
+	probe := 2 * time.Second
+	if b.o.Quick {
+		probe = 300 * time.Millisecond
+	}
+	rep.disk = benchFsync(b.tmp, probe)
+	rep.fsync = rep.disk.pct[0]
 
 	for k, n := range b.o.Pathways {
 		room, err := b.room(ctx, n, rep, k == 0)
@@ -165,7 +173,7 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 				return nil, err
 			}
 			b.logf("(c) a plain server signing %d bytes per request, in turns with it", len(room.msg))
-			fc, err := b.startPlain(ctx, room.manifest, room.msg)
+			fc, err := b.startPlain(ctx, room.manifest, room.msg, false)
 			if err != nil {
 				s.close()
 				return nil, fmt.Errorf("the signing floor: %w", err)
@@ -177,8 +185,19 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 					return nil, err
 				}
 			}
+			b.logf("(d) the signing floor that makes each answer's bytes durable first")
+			dc, err := b.startPlain(ctx, room.manifest, room.msg, true)
+			if err != nil {
+				s.close()
+				return nil, fmt.Errorf("the durable floor: %w", err)
+			}
+			children = append(children, dc)
+			if room.durable, err = b.plainServer(ctx, "the durable floor (d)", dc, room.manifest, b.o.halfConns()); err != nil {
+				s.close()
+				return nil, err
+			}
 			if first {
-				pc, err := b.startPlain(ctx, room.manifest, nil)
+				pc, err := b.startPlain(ctx, room.manifest, nil, false)
 				if err != nil {
 					s.close()
 					return nil, fmt.Errorf("the plain server: %w", err)
@@ -194,7 +213,7 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 		if ei > 0 {
 			besides = nil // (b) is measured beside the first engine only
 		}
-		run, err := b.steer(ctx, s, room.floor, besides, ei == 0)
+		run, err := b.steer(ctx, s, room.floor, room.durable, besides, ei == 0)
 		if err == nil {
 			err = s.finish(run)
 		} else {
@@ -397,9 +416,10 @@ func (b *bencher) decisionOf(ctx context.Context, s *benchReal, room *benchRoomR
 
 // steer measures the server: at each count of connections saturated in
 // turns with the signing floor (and the plain server, when given, at the
-// least count), then paced at half the rate at the least count; with
+// least count), then paced at half the rate at the least count, and the
+// signing floor and the durable floor at that offered rate; with
 // records, the records phases.
-func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*benchServer, plain *benchServer, records bool) (*benchRealRun, error) {
+func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*benchServer, durable, plain *benchServer, records bool) (*benchRealRun, error) {
 	run := &benchRealRun{n: len(s.r.ids), engine: s.engine, storeFile: s.storeFile(), dir: s.dir, path: s.r.path, sat: map[int]*benchServed{}, cores: 1, procs: s.c.procs}
 	hc := b.o.halfConns()
 	g0, _ := benchGroups(s.c.addr)
@@ -434,6 +454,10 @@ func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*bench
 		return nil, fmt.Errorf("the signing floor at the same offered rate: %w", err)
 	}
 	b.logf("(c) at the same offered rate: p50 %s, p99 %s", benchDur(run.floorHalf.pct[0]), benchDur(run.floorHalf.pct[1]))
+	if run.durableHalf, err = b.pace(ctx, durable, run.sat[hc].rate/2); err != nil {
+		return nil, fmt.Errorf("the durable floor at the same offered rate: %w", err)
+	}
+	b.logf("(d) at the same offered rate: p50 %s, p99 %s", benchDur(run.durableHalf.pct[0]), benchDur(run.durableHalf.pct[1]))
 	if records {
 		run.ingest, err = b.records(ctx, s, run)
 		if err != nil {
@@ -563,7 +587,7 @@ func (b *bencher) ingestPhase(ctx context.Context, c *benchChild, path string, b
 
 // startPlain starts `bench plain`, answering the fixed manifest, and with
 // msg signing it per request.
-func (b *bencher) startPlain(ctx context.Context, manifest, msg []byte) (*benchChild, error) {
+func (b *bencher) startPlain(ctx context.Context, manifest, msg []byte, durable bool) (*benchChild, error) {
 	dir, err := os.MkdirTemp(b.tmp, "plain-")
 	if err != nil {
 		return nil, err
@@ -579,6 +603,9 @@ func (b *bencher) startPlain(ctx context.Context, manifest, msg []byte) (*benchC
 			return nil, err
 		}
 		args = append(args, "-sign", sf)
+		if durable {
+			args = append(args, "-durable", filepath.Join(dir, "durable"))
+		}
 	}
 	return b.start(ctx, args...)
 }

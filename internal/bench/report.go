@@ -17,7 +17,8 @@ func (r *benchReport) write(w io.Writer) {
 	hc := o.halfConns()
 	fmt.Fprintf(w, "waisteer bench, %s\n", r.when.Format(time.RFC3339))
 	fmt.Fprintf(w, "machine      %s\n             %s\n", r.machine[0], r.machine[1])
-	fmt.Fprintf(w, "disk         a 4 KiB write and fdatasync: median %s\n", benchDur(r.fsync))
+	fmt.Fprintf(w, "disk         a 4 KiB write and fdatasync: median %s, p99 %s, p999 %s, longest %s (%d over %s)\n",
+		benchDur(r.disk.pct[0]), benchDur(r.disk.pct[1]), benchDur(r.disk.pct[2]), benchDur(r.disk.pct[3]), r.disk.n, benchDur(r.disk.over))
 	fmt.Fprintf(w, "load average %s before, %s after\n", r.loadAvg[0], r.loadAvg[1])
 	fmt.Fprintf(w, "generator    %s for the saturated phases; the Go generator paces the half-rate phases\n", r.generator)
 	if r.pinned {
@@ -35,7 +36,8 @@ func (r *benchReport) write(w io.Writer) {
 		fmt.Fprintln(w, "             players: half HLS, half DASH reports; a quarter with CMCD (query or header); 1 in 8 at the floor tier")
 	}
 	fmt.Fprintf(w, "             each server: %s warm-up, %s saturated (closed loop, in turns of at most %s with the signing floor), %s paced at half that rate (%d connections),\n", o.Warmup, o.Duration, benchRound, o.Duration, hc)
-	fmt.Fprintln(w, "             then the signing floor paced at that same offered rate")
+	fmt.Fprintln(w, "             then the signing floor paced at that same offered rate, then the durable floor (d): the signing floor that writes")
+	fmt.Fprintln(w, "             each answer's signed bytes (the message and its signature) to a file first, a group commit of one write and one fdatasync")
 	if o.Quick {
 		fmt.Fprintln(w, "             -quick: phases of about a second; the ratios are rough")
 	}
@@ -78,6 +80,7 @@ func (r *benchReport) write(w io.Writer) {
 		for _, run := range room.runs {
 			half(fmt.Sprintf("waisteer serve (%s), %d pathways", run.engine, run.n), &run.half)
 			half("  (c) the signing floor at that offered rate", &run.floorHalf)
+			half("  (d) the durable floor at that offered rate", &run.durableHalf)
 		}
 	}
 	if r.demo != nil && r.demoRef != nil {
@@ -214,6 +217,8 @@ func (r *benchReport) write(w io.Writer) {
 	}
 	for _, run := range runs {
 		halfGoal(run.n, run.engine, run.half.pct[1], run.floorHalf.pct[1]).write(w)
+		fmt.Fprintf(w, "    %-76s = %.2f; (d)'s / (c)'s = %.2f (the disk's share)\n", "of which: p99 at half rate / the durable floor (d)'s at that rate",
+			benchRatio(run.half.pct[1].Seconds(), run.durableHalf.pct[1].Seconds()), benchRatio(run.durableHalf.pct[1].Seconds(), run.floorHalf.pct[1].Seconds()))
 	}
 	if r.demo != nil && r.demoRef != nil {
 		demoGoal(fmt.Sprintf("%s, %d pathways", r.demoRef.engine, r.demoRef.n), r.demo.half.pct[1], r.demoRef.half.pct[1]).write(w)
