@@ -5,8 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -55,6 +59,27 @@ const (
 	recordsChunk       = 256
 )
 
+// defaultInitialMap is how much of the file bbolt maps at Open, ahead of
+// its growth. bbolt maps the file in steps (doubling up to 1 GiB, then a
+// GiB at a time), and each step unmaps the file and maps it again: the
+// commit that grows it waits for every read under way to end and holds
+// every new one, and the pages read before are faulted in again, on a
+// server of one core under the requests' feet. Mapping ahead is address
+// space only: no memory is taken until a page is read, and the file grows
+// with what it holds, but on Windows, where bbolt sizes the file to the
+// map, so it is not done there, nor where addresses are 32 bits
+// (BenchmarkGrowthStall; SPEC-NOTES "The file mapped ahead").
+var defaultInitialMap = func() int {
+	if strconv.IntSize < 64 || runtime.GOOS == "windows" {
+		return 0
+	}
+	return min(8<<30, math.MaxInt) // 8 GiB (math.MaxInt: compiled where int has 32 bits too)
+}()
+
+// boltOpen is bolt.Open; a test replaces it to see the options and fail
+// as the system can.
+var boltOpen = bolt.Open
+
 // An Option configures Open.
 type Option func(*options)
 
@@ -71,6 +96,8 @@ type options struct {
 	// journal's regions (journal.go).
 	noJournal     bool
 	journalRegion int64
+	// initialMap is bbolt's InitialMmapSize (defaultInitialMap).
+	initialMap int
 }
 
 // WithoutJournal has PutDecisions write every group to the file in a
@@ -129,7 +156,7 @@ var _ Store = (*Bolt)(nil)
 
 // Open opens, or creates, the store in the bbolt file at path.
 func Open(path string, opts ...Option) (*Bolt, error) {
-	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, journalRegion: defaultJournalRegion}
+	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, journalRegion: defaultJournalRegion, initialMap: defaultInitialMap}
 	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
 	for _, f := range opts {
 		f(&o)
@@ -145,7 +172,14 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	// to 0.74 s without, most of the 1 s start-up goal before a cold disk
 	// is read; its saving, 0.3 to 0.7 µs of CPU a decision
 	// (BenchmarkGroupCommit), does not pay for that.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.openTimeout, FreelistType: bolt.FreelistMapType, NoFreelistSync: o.noFreelistSync})
+	bo := &bolt.Options{Timeout: o.openTimeout, FreelistType: bolt.FreelistMapType, NoFreelistSync: o.noFreelistSync, InitialMmapSize: o.initialMap}
+	db, err := boltOpen(path, 0o600, bo)
+	if errors.Is(err, syscall.ENOMEM) && bo.InitialMmapSize > 0 {
+		// The address space is limited (ulimit -v): the file is mapped
+		// as it grows instead.
+		bo.InitialMmapSize = 0
+		db, err = boltOpen(path, 0o600, bo)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
