@@ -395,11 +395,11 @@ func TestServersTable(t *testing.T) {
 	rep.rows = append(rep.rows, pinnedBolt, pinnedPG)
 	cells := rep.tableRows()
 	for i, want := range [][]string{
-		{"one server on bbolt", "10,000", "20.00 ms", "10.0 µs (the server)", "300 (file growth; 280 in use)", "n/a", "25 %"},
+		{"one server on bbolt", "10,000", "20.00 ms", "10.0 µs (the server)", "280 in use (file grew 300)", "n/a", "25 %"},
 		{"one server on PostgreSQL", "4,000 (0.40 of bbolt)", "20.00 ms", "100.0 µs + 50.0 µs = 150.0 µs", "374", "1.00 ms", "25 %"},
 		{"two servers on one PostgreSQL, together", "3,000 (0.75 of one)", "20.00 ms", "100.0 µs + 70.0 µs = 170.0 µs", "374", "2.50 ms (+1.50 ms)", "25 %"},
 		{"three servers on one PostgreSQL, together", "4,400 (1.10 of one)", "20.00 ms", "100.0 µs + 70.0 µs = 170.0 µs", "374", "3.25 ms (+2.25 ms)", "25 %"},
-		{"one server on bbolt, on core 0", "5,000", "20.00 ms", "10.0 µs (the server)", "300 (file growth; 280 in use)", "n/a", "25 %"},
+		{"one server on bbolt, on core 0", "5,000", "20.00 ms", "10.0 µs (the server)", "280 in use (file grew 300)", "n/a", "25 %"},
 		// 5 500 / 5 000; 50 + 20 µs
 		{"one server on PostgreSQL, on core 0", "5,500 (1.10 of bbolt on core 0)", "20.00 ms", "50.0 µs + 20.0 µs = 70.0 µs", "374", "1.00 ms (+0.00 ms)", "25 %"},
 	} {
