@@ -123,7 +123,7 @@ func runBenchPlain(e *env, args []string) error {
 	fs := newFlags(e, "bench plain", "-manifest FILE [-sign FILE [-durable FILE]] [-listen ADDR]")
 	manifestFile := fs.String("manifest", "", "the `file` of the manifest to answer")
 	signFile := fs.String("sign", "", "sign the message in this `file` for every request")
-	durableFile := fs.String("durable", "", "with -sign: make the message and its signature durable in this new `file` (a group commit of one write and one fdatasync) before each answer")
+	durableFile := fs.String("durable", "", "with -sign: make the message's SHA-256 and its signature durable in this new `file` (a group commit of one write and one fdatasync) before each answer")
 	listen := fs.String("listen", "127.0.0.1:0", "the `address` to listen on")
 	if err := fs.Parse(args); err != nil {
 		return err

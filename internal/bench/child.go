@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -114,8 +115,8 @@ var benchSink atomic.Uint32
 // (d): net/http on listen answering every request with the manifest in
 // manifestFile and, when signFile is not "", after an Ed25519 signature of
 // the message it holds, and, when durableFile is not "" too, once the
-// message and its signature are durable in that file (durable.go); until
-// ctx ends.
+// message's SHA-256 and its signature are durable in that file
+// (durable.go); until ctx ends.
 func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, signFile, durableFile, listen string) error {
 	manifest, err := os.ReadFile(manifestFile)
 	if err != nil {
@@ -144,8 +145,11 @@ func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, sig
 			s := ed25519.Sign(key, msg)
 			benchSink.Store(binary.LittleEndian.Uint32(s))
 			if dl != nil {
-				signed := make([]byte, 0, len(msg)+len(s))
-				if err := dl.append(append(append(signed, msg...), s...)); err != nil {
+				// What the answer was, in the least bytes a store could
+				// keep of it: the digest of what was signed, and the
+				// signature (durable.go).
+				d := sha256.Sum256(msg)
+				if err := dl.append(append(d[:], s...)); err != nil {
 					http.Error(w, "not stored", http.StatusInternalServerError)
 					return
 				}

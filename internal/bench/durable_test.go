@@ -1,10 +1,17 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -92,5 +99,75 @@ func TestDurableLogTooLarge(t *testing.T) {
 	}
 	if err := l.append([]byte("small")); err != nil {
 		t.Fatalf("a small append after a refused one: %v", err)
+	}
+}
+
+// The durable floor's child keeps of each answer the SHA-256 of what it
+// signed and the signature, 96 bytes, before answering (durable.go: no
+// more than any store must keep): after n answers one after another, the
+// file begins with n such records, Ed25519 being deterministic, and holds
+// zeros after them.
+func TestPlainChildDurable(t *testing.T) {
+	dir := t.TempDir()
+	manifest, msg := filepath.Join(dir, "manifest"), filepath.Join(dir, "msg")
+	if err := os.WriteFile(manifest, []byte(`{"VERSION":1,"TTL":300}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	message := bytes.Repeat([]byte("a decision's bytes "), 600)
+	if err := os.WriteFile(msg, message, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	durable := filepath.Join(dir, "durable")
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- PlainChild(ctx, pw, io.Discard, manifest, msg, durable, "127.0.0.1:0")
+		pw.Close()
+	}()
+	defer cancel()
+	rd := bufio.NewReader(pr)
+	line, err := rd.ReadString('\n')
+	for err == nil && !strings.HasPrefix(line, "ready ") {
+		line, err = rd.ReadString('\n')
+	}
+	if err != nil {
+		t.Fatalf("the child printed no ready line: %v", err)
+	}
+	go io.Copy(io.Discard, rd)
+	url := strings.TrimSpace(strings.TrimPrefix(line, "ready "))
+	const n = 5
+	for i := range n {
+		resp, err := http.Get(url + "/steer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("answer %d: %s", i, resp.Status)
+		}
+	}
+	got, err := os.ReadFile(durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	digest := sha256.Sum256(message)
+	record := append(digest[:], ed25519.Sign(key, message)...)
+	if len(record) != 96 {
+		t.Fatalf("a record of %d bytes", len(record))
+	}
+	for i := range n {
+		if !bytes.Equal(got[i*96:(i+1)*96], record) {
+			t.Fatalf("record %d is %x, want the message's SHA-256 and its signature %x", i, got[i*96:(i+1)*96], record)
+		}
+	}
+	if rest := got[n*96:]; len(rest) != durableLogSize-n*96 || bytes.ContainsFunc(rest, func(r rune) bool { return r != 0 }) {
+		t.Fatalf("after the %d records the file holds more than zeros", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -36,8 +36,8 @@ func (r *benchReport) write(w io.Writer) {
 		fmt.Fprintln(w, "             players: half HLS, half DASH reports; a quarter with CMCD (query or header); 1 in 8 at the floor tier")
 	}
 	fmt.Fprintf(w, "             each server: %s warm-up, %s saturated (closed loop, in turns of at most %s with the signing floor), %s paced at half that rate (%d connections),\n", o.Warmup, o.Duration, benchRound, o.Duration, hc)
-	fmt.Fprintln(w, "             then the signing floor paced at that same offered rate, then the durable floor (d): the signing floor that writes")
-	fmt.Fprintln(w, "             each answer's signed bytes (the message and its signature) to a file first, a group commit of one write and one fdatasync")
+	fmt.Fprintln(w, "             then the signing floor paced at that same offered rate, then the durable floor (d): the signing floor that writes each")
+	fmt.Fprintln(w, "             answer (the SHA-256 of what it signed and the signature, 96 bytes) to a file first, a group commit of one write and one fdatasync")
 	if o.Quick {
 		fmt.Fprintln(w, "             -quick: phases of about a second; the ratios are rough")
 	}
