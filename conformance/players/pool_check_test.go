@@ -411,18 +411,21 @@ func checkPoolFailover(t *testing.T, o *observed, pp *poolPage, k kill, tEnd tim
 	}
 	stall := o.stall(pp.name, k.at, tEnd)
 	host := "http://" + pp.pathway(k.pathway).authority() + "/"
-	failed := 0
-	var lastFail time.Time
+	var fails []line                    // the page's requests to the edge refused since the kill
 	firstFail := map[string]time.Time{} // by the URL's path: a retry keeps it
 	for _, l := range o.lines {
 		if l.Kind == "requestfailed" && l.Page == pp.name && strings.HasPrefix(l.URL, host) && !l.at.Before(k.at) {
-			failed++
-			lastFail = l.at
+			fails = append(fails, l)
 			path, _, _ := strings.Cut(l.URL, "?")
 			if _, ok := firstFail[path]; !ok {
 				firstFail[path] = l.at
 			}
 		}
+	}
+	failed := len(fails)
+	var lastFail time.Time
+	if failed > 0 {
+		lastFail = fails[failed-1].at
 	}
 	lastAfter := "none"
 	if !lastFail.IsZero() {
@@ -437,8 +440,8 @@ func checkPoolFailover(t *testing.T, o *observed, pp *poolPage, k kill, tEnd tim
 	// URL it chose first: its retryAttempts and retryIntervals).
 	for _, r := range o.steering(pp.name) {
 		if r.Start.After(k.at) && r.err == nil && !slices.Contains(r.manifest.Priority, k.pathway) {
-			for _, l := range o.lines {
-				if l.Kind != "requestfailed" || l.Page != pp.name || !strings.HasPrefix(l.URL, host) || !l.at.After(r.End.Add(time.Second)) {
+			for _, l := range fails {
+				if !l.at.After(r.End.Add(time.Second)) {
 					continue
 				}
 				path, _, _ := strings.Cut(l.URL, "?")

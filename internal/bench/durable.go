@@ -6,10 +6,11 @@ package bench
 // (96 bytes, less than any store's row of a decision: waisteer's is about
 // 300 whatever the room, while the signed message of 32 pathways is 11.7
 // KB, whose writes alone outran this machine's disk), in a group commit
-// of one write and one fdatasync of a file written as zeros beforehand. A durable answer's
-// p99 cannot be below what the disk's syncs make this floor's at the same
-// offered rate, so the bench measures it beside (c): serve's p99 over
-// (d)'s is what steering and its store add, (d)'s over (c)'s the disk's.
+// of one write and one fdatasync of a file written as zeros beforehand.
+// A durable answer's p99 cannot be below what the disk's syncs make this
+// floor's at the same offered rate, so the bench measures it beside (c):
+// serve's p99 over (d)'s is what steering and its store add, (d)'s over
+// (c)'s the disk's.
 
 import (
 	"errors"

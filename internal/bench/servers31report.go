@@ -155,11 +155,13 @@ func (r *benchServersReport) tableRows() [][]string {
 		} else if row.cpuOK {
 			cpu += " (the server)"
 		}
-		bytes := fmt.Sprintf("%.0f", row.bytesPer())
-		if !row.postgres {
-			// The bytes in use first: the file, mapped ahead, grows in
-			// steps of bbolt's AllocSize beyond what it needs, so that a
-			// short phase's growth reads 0 or a step (store.Open).
+		// On bbolt the bytes in use first: the file, mapped ahead, grows in
+		// steps of bbolt's AllocSize beyond what it needs, so that a short
+		// phase's growth reads 0 or a step (store.Open).
+		var bytes string
+		if row.postgres {
+			bytes = fmt.Sprintf("%.0f", row.bytesPer())
+		} else {
 			bytes = fmt.Sprintf("%.0f in use (file grew %.0f)", row.inUse, row.bytesPer())
 		}
 		lock := "n/a"
