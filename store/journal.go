@@ -119,6 +119,13 @@ type journal struct {
 	err     error         // the last apply's
 	changed chan struct{} // closed, and replaced, when applied or err changes
 
+	// The applier's scratch, which applyGroups reuses from commit to
+	// commit (the applier, or Open before it starts, calls it alone):
+	// grown afresh, a commit's list of up to journalApplyMax decisions
+	// was about a third of what the applier allocated.
+	applyEv []Evidence
+	applyDs []Decision
+
 	replayed int // the entries Open applied again
 	applies  int // the applier's commits (mu)
 	switches int // the writer's changes of region (wmu)
@@ -443,8 +450,17 @@ func (s *Bolt) applyGroups(gs []journalGroup) (err error) {
 			err = fmt.Errorf("store: applying the journal's groups %d to %d: panic: %v", gs[0].seq, gs[len(gs)-1].seq, r)
 		}
 	}()
-	var ev []Evidence
-	var ds []Decision
+	j := s.jr
+	n := 0
+	for _, g := range gs {
+		n += len(g.ds)
+	}
+	ev, ds := j.applyEv[:0], slices.Grow(j.applyDs[:0], n)
+	defer func() {
+		clear(ev)
+		clear(ds) // nothing of the groups is kept once applied
+		j.applyEv, j.applyDs = ev[:0], ds[:0]
+	}()
 	for _, g := range gs {
 		for _, e := range g.ev {
 			if !slices.ContainsFunc(ev, func(x Evidence) bool { return x.Key == e.Key }) {
