@@ -35,9 +35,13 @@ func (b *bencher) twoCores(ctx context.Context, r *benchRoom, engine string, one
 	srv := s.loads[hc]
 	srv.cores = 2
 	run := &benchRealRun{n: one.n, engine: engine, storeFile: s.storeFile(), dir: s.dir, path: s.r.path, sat: map[int]*benchServed{}, cores: 2, procs: s.c.procs}
+	g0, _ := benchGroups(s.c.addr)
 	if err := b.saturate(ctx, b.o.Duration, srv); err != nil {
 		s.close()
 		return nil, err
+	}
+	if g1, ok := benchGroups(s.c.addr); ok {
+		run.groupSize = (g1[0] - g0[0]) / max(g1[1]-g0[1], 1)
 	}
 	sat, err := b.served(srv)
 	if err != nil {
@@ -46,6 +50,10 @@ func (b *bencher) twoCores(ctx context.Context, r *benchRoom, engine string, one
 	}
 	run.sat[hc] = &sat
 	b.logf("two cores, %d conns: %s decisions/s, %s of CPU each (one core: %s)", hc, benchRate(sat.rate), benchDur(sat.cpu), benchDur(one.sat[hc].cpu))
+	if run.stages, err = b.profiledTurn(ctx, s, run); err != nil {
+		s.close()
+		return nil, err
+	}
 	return run, s.finish(run)
 }
 
@@ -79,6 +87,9 @@ func (b *bencher) profiledTurn(ctx context.Context, s *benchReal, run *benchReal
 	after, _ := settledCounts(s.c.addr)
 	decisions := after.answered - min(before.answered, after.answered)
 	name := fmt.Sprintf("steer-%d-%s", run.n, benchFileName(s.engine))
+	if run.cores == 2 {
+		name += "-2cores"
+	}
 	if perr != nil {
 		b.logf("profile: %v", perr)
 		return nil, nil

@@ -136,6 +136,13 @@ func (r *benchReport) write(w io.Writer) {
 		}
 		run.stages.write(w, fmt.Sprintf("%d pathways, %s", run.n, run.engine), r.fsync, run.groupSize)
 	}
+	for _, room := range r.rooms {
+		for _, two := range room.twoCores {
+			if two.stages != nil {
+				two.stages.write(w, fmt.Sprintf("%d pathways, %s, two cores (GOMAXPROCS=2)", two.n, two.engine), r.fsync, two.groupSize)
+			}
+		}
+	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "Baselines, same run, same machine")

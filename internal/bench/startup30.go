@@ -151,7 +151,10 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 	// while it ran.
 	l.close()
 	l = newBenchLoad(child.addr, r.path, r.ids, r.initial, b.o.halfConns(), b.o.Players)
-	rc.after = l.run(ctx, max(min(rc.during.elapsed, 30*time.Second), b.o.Duration), rate)
+	afterFor := max(min(rc.during.elapsed, 30*time.Second), b.o.Duration)
+	profiled := b.profile(child, "after-recount", afterFor, false)
+	rc.after = l.run(ctx, afterFor, rate)
+	profiled()
 	b.logf("start-up: the recount took %s; p99 %s while it ran (%d answers), %s after", benchDur(rc.recount), benchDur(rc.during.pct[1]), rc.during.answered, benchDur(rc.after.pct[1]))
 	return rc, ctx.Err()
 }
