@@ -45,7 +45,7 @@ func runBench(e *env, args []string) error {
 	fs.IntVar(&o.Audit, "audit", 0, "instead of the phases, saturate the server until it has made this many decisions, then audit its log (issue 16)")
 	fs.BoolVar(&o.AuditSaturated, "audit-saturated", false, "with -servers -audit N: load the audited room saturated (closed loop) rather than at half the saturated rate, so that the audit checks δ under overload")
 	fs.IntVar(&o.AuditSample, "audit-sample", 2000, "with -audit: the decisions the audit verifies by §9 in full (0: all)")
-	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, and CPU profiles of its records phases, into this `directory` (profiling costs the figures a little)")
+	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, in turns of their own (the two-core phase's too), and CPU profiles of its records phases and of the start-up's recount and the phase after it, into this `directory` (profiling costs the figures a little)")
 	startupDecisions := fs.Int("startup-decisions", 0, "the decisions of the start-up's store, built through the store API (0: 3750000, or 50000 with -quick)")
 	results := fs.String("results", "", "also put the report into this markdown `file`'s code block under \""+bench.ResultsRun+"\" (with -soak, \""+bench.ResultsSoak+"\"; with -servers, \""+bench.ResultsServers+"\"), keeping the text around it: cmd/waisteer/testdata/bench/RESULTS.md")
 	quick := fs.Bool("quick", false, "a run of under a minute: phases of about a second, 64 connections, 3 pathways, both engines")
