@@ -174,12 +174,16 @@ const yieldEvery = 16
 // goroutine is ready to run, or every 10 ms; the recount is always ready,
 // so on one core a request would wait up to 10 ms for it, and requests
 // would pile up behind it. So the recount works yieldWork, stepping aside
-// meanwhile for the goroutines already ready, then sleeps three times as
-// long, in which the runtime reads the network: it takes a quarter of the
-// core at most, and the requests keep their headroom. On a server at rest
-// it takes four times as long as it could; a counting that measured the
-// server's load to run faster at rest kept the core to itself under load
-// (bench, 1 M decisions: p99 280 ms while it ran, 8 ms after).
+// meanwhile for the goroutines already ready, then sleeps yieldRest times
+// as long, in which the runtime reads the network: it takes an eighth of
+// the core at most, and the requests keep their headroom. On a server at
+// rest it takes eight times as long as it could. A counting that measured
+// the server's load to run faster at rest kept the core to itself under
+// load (bench, 1 M decisions: p99 280 ms while it ran, 8 ms after); one
+// that took a quarter of the core overloaded a server at half its rate,
+// whose applier writes a store's large freelist with each commit for a
+// while after a restart (bench, 3.75 M decisions: p99 166 ms while it
+// ran, 23 ms after).
 func (src Source) yielder() func() {
 	if src.Alone {
 		return func() {}
@@ -190,13 +194,17 @@ func (src Source) yielder() func() {
 			runtime.Gosched()
 			return
 		}
-		time.Sleep(3 * yieldWork)
+		time.Sleep(yieldRest * yieldWork)
 		next = time.Now().Add(yieldWork)
 	}
 }
 
-// yieldWork is a recount's work between two sleeps.
-const yieldWork = 250 * time.Microsecond
+// yieldWork is a recount's work between two sleeps, and yieldRest how
+// many times as long each sleep is.
+const (
+	yieldWork = 250 * time.Microsecond
+	yieldRest = 7
+)
 
 // rules gives a stored decision's first pathway and expiry by the rule
 // (§6.1 to §6.5, decision.Recompute): the ranking of a policy, an
