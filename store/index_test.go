@@ -75,6 +75,26 @@ func found(t *testing.T, s *Bolt, ds []Decision) {
 			t.Fatalf("decision %s at %d: DecisionAt a µs later: %v, want ErrNotFound", d.Digest, d.T, err)
 		}
 	}
+	// Many leaves in one read (DecisionsAt, the recount's): each leaf's
+	// decision as Decision gives it, the leaf a µs later not held, both
+	// appended after what was given.
+	var es []LogEntry
+	for _, d := range ds {
+		es = append(es, LogEntry{Digest: d.Digest, T: d.T}, LogEntry{Digest: d.Digest, T: d.T + 1})
+	}
+	rows, held, err := s.DecisionsAt(bg, es, []Decision{{T: 1}}, []bool{true})
+	if err != nil || len(rows) != len(es)+1 || len(held) != len(es)+1 || rows[0].T != 1 || !held[0] {
+		t.Fatalf("DecisionsAt of %d leaves: %d rows, %d held, %v", len(es), len(rows), len(held), err)
+	}
+	for k, d := range ds {
+		got, err := s.Decision(bg, d.Digest)
+		if err != nil || !held[1+2*k] || !reflect.DeepEqual(rows[1+2*k], got) {
+			t.Fatalf("decision %s at %d: DecisionsAt gives %+v (held %v); Decision %+v, %v", d.Digest, d.T, rows[1+2*k], held[1+2*k], got, err)
+		}
+		if held[2+2*k] || !reflect.DeepEqual(rows[2+2*k], Decision{}) {
+			t.Fatalf("decision %s at %d: DecisionsAt a µs later held %v, %+v", d.Digest, d.T, held[2+2*k], rows[2+2*k])
+		}
+	}
 }
 
 func runLevels(s *Bolt) map[uint8]int {

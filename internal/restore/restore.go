@@ -84,14 +84,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 	}
 	loads.Reserve(r.ID, live)
 	yield := src.yielder()
-	decisionOf := func(ctx context.Context, e store.LogEntry) (store.Decision, error) {
-		return src.Store.Decision(ctx, e.Digest)
-	}
-	if at, ok := src.Store.(decisionsAt); ok {
-		decisionOf = func(ctx context.Context, e store.LogEntry) (store.Decision, error) {
-			return at.DecisionAt(ctx, e.T, e.Digest)
-		}
-	}
+	rows := newRowReader(src.Store)
 	counted, read := 0, 0
 	for end := lg.size; end > 0; {
 		start := max(0, end-restoreChunk)
@@ -99,6 +92,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 		if err != nil {
 			return counted, err
 		}
+		rows.reset()
 		for i := len(es) - 1; i >= 0; i-- {
 			e := es[i]
 			// A decision a second older than a life is past every
@@ -112,7 +106,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 			if read++; read%yieldEvery == 0 {
 				yield()
 			}
-			row, err := decisionOf(ctx, e)
+			row, err := rows.at(ctx, es, i)
 			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
@@ -159,9 +153,54 @@ func liveLeaves(ctx context.Context, st store.Store, room sig.Hash, lg Logged, l
 }
 
 // decisionsAt is a store that reads a decision by the t and digest its
-// log's leaf names (store.Bolt), more cheaply than by its digest alone.
+// log's leaf names (store.Bolt), more cheaply than by its digest alone,
+// and several in one read (DecisionsAt).
 type decisionsAt interface {
 	DecisionAt(ctx context.Context, t uint64, digest sig.Hash) (store.Decision, error)
+	DecisionsAt(ctx context.Context, es []store.LogEntry, rows []store.Decision, held []bool) ([]store.Decision, []bool, error)
+}
+
+// rowReader reads the decisions of a chunk of leaves, newest first: on a
+// store that reads several at once, the yieldEvery leaves up to the one
+// asked for in one read, so that a read spans no yield; otherwise, and
+// for a decision that read did not find, one by one.
+type rowReader struct {
+	st     store.Store
+	many   decisionsAt // nil: one by one
+	rows   []store.Decision
+	held   []bool
+	lo, hi int // rows and held are those of the chunk's leaves [lo, hi)
+}
+
+func newRowReader(st store.Store) *rowReader {
+	r := &rowReader{st: st}
+	r.many, _ = st.(decisionsAt)
+	return r
+}
+
+// reset forgets what was read of the chunk before.
+func (r *rowReader) reset() { r.lo, r.hi = 0, 0 }
+
+// at returns the decision leaf es[i] names; ErrNotFound when not held.
+func (r *rowReader) at(ctx context.Context, es []store.LogEntry, i int) (store.Decision, error) {
+	e := es[i]
+	if r.many == nil {
+		return r.st.Decision(ctx, e.Digest)
+	}
+	if i < r.lo || i >= r.hi {
+		r.lo, r.hi = max(0, i+1-yieldEvery), i+1
+		clear(r.rows) // nothing of a read is kept past the next
+		var err error
+		if r.rows, r.held, err = r.many.DecisionsAt(ctx, es[r.lo:r.hi], r.rows[:0], r.held[:0]); err != nil {
+			r.reset()
+			return store.Decision{}, err
+		}
+	}
+	if r.held[i-r.lo] {
+		return r.rows[i-r.lo], nil
+	}
+	// Not in the file: applied since, or pruned.
+	return r.many.DecisionAt(ctx, e.T, e.Digest)
 }
 
 // yieldEvery is how many decisions a recount reads between its yields to
