@@ -161,9 +161,10 @@ type decisionsAt interface {
 }
 
 // rowReader reads the decisions of a chunk of leaves, newest first: on a
-// store that reads several at once, the yieldEvery leaves up to the one
-// asked for in one read, so that a read spans no yield; otherwise, and
-// for a decision that read did not find, one by one.
+// store that reads several at once, the leaf asked for and the
+// yieldEvery-1 before it in one read, as many as a recount reads between
+// two yields; otherwise, and for a decision that read did not find, one
+// by one.
 type rowReader struct {
 	st     store.Store
 	many   decisionsAt // nil: one by one
