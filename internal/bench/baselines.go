@@ -48,6 +48,16 @@ func benchGroups(addr string) ([2]float64, bool) {
 	return g, found == 2
 }
 
+// benchGroupSize is the decisions per group commit the server at addr
+// wrote since g0 (benchGroups), 0 where its metrics do not read.
+func benchGroupSize(addr string, g0 [2]float64) float64 {
+	g1, ok := benchGroups(addr)
+	if !ok {
+		return 0
+	}
+	return (g1[0] - g0[0]) / max(g1[1]-g0[1], 1)
+}
+
 func benchFileSize(name string) int64 {
 	fi, err := os.Stat(name)
 	if err != nil {

@@ -40,9 +40,7 @@ func (b *bencher) twoCores(ctx context.Context, r *benchRoom, engine string, one
 		s.close()
 		return nil, err
 	}
-	if g1, ok := benchGroups(s.c.addr); ok {
-		run.groupSize = (g1[0] - g0[0]) / max(g1[1]-g0[1], 1)
-	}
+	run.groupSize = benchGroupSize(s.c.addr, g0)
 	sat, err := b.served(srv)
 	if err != nil {
 		s.close()

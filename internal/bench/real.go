@@ -438,9 +438,7 @@ func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*bench
 		run.sat[conns] = &sat
 		b.logf("%d conns: %s decisions/s, %s of CPU each, core busy %.2f; p50 %s, p99 %s", conns, benchRate(sat.rate), benchDur(sat.cpu), sat.busy, benchDur(sat.pct[0]), benchDur(sat.pct[1]))
 	}
-	if g1, ok := benchGroups(s.c.addr); ok {
-		run.groupSize = (g1[0] - g0[0]) / max(g1[1]-g0[1], 1)
-	}
+	run.groupSize = benchGroupSize(s.c.addr, g0)
 	var err error
 	if run.stages, err = b.profiledTurn(ctx, s, run); err != nil {
 		return nil, err
