@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"context"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,5 +82,37 @@ func TestSoakSteal(t *testing.T) {
 	}
 	if got := a.stealSince(b); got != 0 {
 		t.Errorf("a counter that went back gave %v, want 0", got)
+	}
+}
+
+// The soak's memory columns: parseMem reads the names it knows and leaves
+// out what it cannot read, and a child's /debug/memory gives an account in
+// which the runtime holds at least the heap the last collection kept.
+func TestSoakMemory(t *testing.T) {
+	m := parseMem([]byte("/gc/heap/live:bytes 1000\n/gc/heap/goal:bytes 4000\nnoise\n/memory/classes/total:bytes 9000\n/memory/classes/heap/released:bytes x\n/memory/classes/heap/released:bytes 2500\n/other:bytes 7\n"))
+	if want := (benchMem{live: 1000, goal: 4000, total: 9000, released: 2500}); m != want {
+		t.Fatalf("parseMem: %+v, want %+v", m, want)
+	}
+	if m.kept() != 6500 {
+		t.Fatalf("kept %d, want 9000-2500", m.kept())
+	}
+	if (benchMem{total: 10, released: 20}).kept() != 0 {
+		t.Fatal("kept below zero")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	u, err := benchProfiles(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make([][]byte, 64)
+	for i := range hold {
+		hold[i] = make([]byte, 1<<20)
+	}
+	runtime.GC()
+	got := readMem(strings.TrimPrefix(u, "http://"))
+	runtime.KeepAlive(hold)
+	if got.live < 64<<20 || got.goal < got.live || got.kept() < got.live || got.total == 0 {
+		t.Fatalf("/debug/memory with 64 MiB held: %+v", got)
 	}
 }
