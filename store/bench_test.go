@@ -3,8 +3,10 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -373,3 +375,34 @@ func BenchmarkPrune(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoadsGrowth is a room's table growing by -loads.growth fresh
+// sessions, one Steer each, as a server's does when it gains sessions or
+// when a restart's recount merges them back: the mean Steer, and the
+// longest, which is the room's lock held longest while the table grew (a
+// table kept in one slice copies every session it holds when it doubles).
+func BenchmarkLoadsGrowth(b *testing.B) {
+	const n = 3
+	decide := func(loads []uint32, _ uint64) (int, uint64, error) {
+		return int(loads[0]+loads[1]+loads[2]) % n, 1 << 62, nil
+	}
+	room := hash("room")
+	for b.Loop() {
+		b.StopTimer()
+		l := NewLoads()
+		runtime.GC()
+		b.StartTimer()
+		var longest time.Duration
+		for i := range *loadsGrowth {
+			t0 := time.Now()
+			if err := l.Steer(bg, room, n, session(i), uint64(i), decide); err != nil {
+				b.Fatal(err)
+			}
+			longest = max(longest, time.Since(t0))
+		}
+		b.ReportMetric(float64(longest.Microseconds()), "µs-longest")
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N**loadsGrowth), "ns/steer")
+}
+
+var loadsGrowth = flag.Int("loads.growth", 4_000_000, "fresh sessions BenchmarkLoadsGrowth steers into one room")

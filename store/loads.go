@@ -42,16 +42,17 @@ func NewLoads() *MemLoads {
 
 // roomLoads is one room's table. Sessions live in slots, reused through a
 // free list, and a min-heap of slots by expiry finds the next to expire; so
-// a Steer of a session already held allocates nothing.
+// a Steer of a session already held allocates nothing. The three grow in
+// chunks (chunked), under the room's lock, without copying what they hold.
 type roomLoads struct {
 	mu      sync.Mutex
 	n       int      // the count of pathways the table is for
 	counts  []uint32 // per pathway, the live sessions it is first for
 	scratch []uint32 // the loads given to decide, reused
 	slot    map[report.Session]int32
-	slots   []liveSession
-	free    []int32
-	heap    []int32 // slots, by expiry
+	slots   chunked[liveSession]
+	free    chunked[int32]
+	heap    chunked[int32] // slots, by expiry
 	// last is the latest instant the table was read at, when seen: a
 	// Steer reads it later still, so that a session Snapshot or Sweep
 	// dropped at a fresh clock is dropped for every later decision.
@@ -143,7 +144,7 @@ func (l *MemLoads) Unsteer(room sig.Hash, session report.Session, t uint64) Undo
 	if !held {
 		return Undone{}
 	}
-	ls := &r.slots[s]
+	ls := r.slots.at(s)
 	if !ls.steered || ls.t != t {
 		return Undone{}
 	}
@@ -181,7 +182,7 @@ func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int
 		return
 	}
 	r.expire(now)
-	if s, held := r.slot[session]; held && r.slots[s].t >= t {
+	if s, held := r.slot[session]; held && r.slots.at(s).t >= t {
 		return
 	}
 	r.set(session, uint8(first), t, expires, now, false)
@@ -213,31 +214,6 @@ func (l *MemLoads) Reset(ctx context.Context, room sig.Hash) error {
 	defer r.mu.Unlock()
 	r.reset(r.n)
 	return nil
-}
-
-// Reserve makes room in the room's table for n more sessions, so that
-// adding them moves no slice: a recount that adds millions (restore.Count)
-// would otherwise copy its growing slices while holding the room's lock,
-// and every decision of the room would wait for the copy. The new slices
-// are made before the lock is taken.
-func (l *MemLoads) Reserve(room sig.Hash, n int) {
-	r := l.room(room)
-	r.mu.Lock()
-	need := len(r.slots) + n
-	have := min(cap(r.slots), cap(r.heap))
-	r.mu.Unlock()
-	if n <= 0 || need <= have {
-		return
-	}
-	slots, heap := make([]liveSession, 0, need), make([]int32, 0, need)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if cap(r.slots) < len(r.slots)+n {
-		r.slots = append(slots[:0], r.slots...)
-	}
-	if cap(r.heap) < len(r.heap)+n {
-		r.heap = append(heap[:0], r.heap...)
-	}
 }
 
 // Sweep drops, in every room, the sessions expired at now, and returns how
@@ -275,9 +251,9 @@ func (r *roomLoads) reset(n int) {
 	r.counts = make([]uint32, n)
 	r.scratch = make([]uint32, n)
 	clear(r.slot)
-	r.slots = r.slots[:0]
-	r.free = r.free[:0]
-	r.heap = r.heap[:0]
+	r.slots.reset()
+	r.free.reset()
+	r.heap.reset()
 }
 
 // expire drops the sessions whose expiry is before now, and returns how
@@ -287,8 +263,8 @@ func (r *roomLoads) expire(now uint64) int {
 		r.last, r.seen = now, true
 	}
 	k := 0
-	for len(r.heap) > 0 && r.slots[r.heap[0]].expires < now {
-		r.drop(r.heap[0])
+	for r.heap.n > 0 && r.slots.at(*r.heap.at(0)).expires < now {
+		r.drop(*r.heap.at(0))
 		k++
 	}
 	return k
@@ -296,11 +272,11 @@ func (r *roomLoads) expire(now uint64) int {
 
 // drop removes the session in slot s, and its count.
 func (r *roomLoads) drop(s int32) {
-	ls := &r.slots[s]
+	ls := r.slots.at(s)
 	r.counts[ls.pathway]--
 	delete(r.slot, ls.session)
 	r.heapRemove(ls.at)
-	r.free = append(r.free, s)
+	r.free.push(s)
 }
 
 // set records that the session's latest decision put pathway first, until
@@ -317,7 +293,7 @@ func (r *roomLoads) set(session report.Session, first uint8, t, expires, now uin
 		return
 	}
 	if held {
-		ls := &r.slots[s]
+		ls := r.slots.at(s)
 		ls.steered, ls.hadPrev = steered, steered
 		if steered {
 			ls.prevPathway, ls.prevT, ls.prevExpires = ls.pathway, ls.t, ls.expires
@@ -336,30 +312,29 @@ func (r *roomLoads) set(session report.Session, first uint8, t, expires, now uin
 		}
 		return
 	}
-	if k := len(r.free); k > 0 {
-		s = r.free[k-1]
-		r.free = r.free[:k-1]
+	entry := liveSession{session: session, pathway: first, t: t, expires: expires, at: r.heap.n, steered: steered}
+	if r.free.n > 0 {
+		s = r.free.pop()
+		*r.slots.at(s) = entry
 	} else {
-		s = int32(len(r.slots))
-		r.slots = append(r.slots, liveSession{})
+		s = r.slots.push(entry)
 	}
-	r.slots[s] = liveSession{session: session, pathway: first, t: t, expires: expires, at: int32(len(r.heap)), steered: steered}
 	r.slot[session] = s
 	r.counts[first]++
-	r.heap = append(r.heap, s)
-	r.up(int32(len(r.heap) - 1))
+	r.up(r.heap.push(s))
 }
 
 // The heap of slots by expiry, each slot knowing its place.
 
 func (r *roomLoads) less(i, j int32) bool {
-	return r.slots[r.heap[i]].expires < r.slots[r.heap[j]].expires
+	return r.slots.at(*r.heap.at(i)).expires < r.slots.at(*r.heap.at(j)).expires
 }
 
 func (r *roomLoads) swap(i, j int32) {
-	r.heap[i], r.heap[j] = r.heap[j], r.heap[i]
-	r.slots[r.heap[i]].at = i
-	r.slots[r.heap[j]].at = j
+	hi, hj := r.heap.at(i), r.heap.at(j)
+	*hi, *hj = *hj, *hi
+	r.slots.at(*hi).at = i
+	r.slots.at(*hj).at = j
 }
 
 func (r *roomLoads) up(i int32) {
@@ -374,7 +349,7 @@ func (r *roomLoads) up(i int32) {
 }
 
 func (r *roomLoads) down(i int32) {
-	n := int32(len(r.heap))
+	n := r.heap.n
 	for {
 		c := 2*i + 1
 		if c >= n {
@@ -392,13 +367,73 @@ func (r *roomLoads) down(i int32) {
 }
 
 func (r *roomLoads) heapRemove(i int32) {
-	last := int32(len(r.heap) - 1)
+	last := r.heap.n - 1
 	if i != last {
 		r.swap(i, last)
 	}
-	r.heap = r.heap[:last]
+	r.heap.pop()
 	if i != last {
 		r.down(i)
 		r.up(i)
+	}
+}
+
+// chunked is a growable array of T held in chunks of chunkLen, which never
+// move once full: growing it past its first chunk allocates one chunk and
+// copies nothing. A room's table grows under its lock, and a slice's
+// doubling there copied every session it held: half a second of a room's
+// steering held up as its table passed two million sessions
+// (BenchmarkLoadsGrowth). The first chunk grows as a slice does, so that
+// a room of a few sessions holds little.
+type chunked[T any] struct {
+	chunks [][]T // each at most chunkLen long; all but the last full
+	n      int32 // the elements: indices 0 to n-1
+}
+
+// chunkLen is the elements of a full chunk: 8 192, 448 KiB of a room's
+// slots, which a doubling of the first chunk copies at most.
+const (
+	chunkShift = 13
+	chunkLen   = 1 << chunkShift
+)
+
+// at is element i, which must be below n.
+func (c *chunked[T]) at(i int32) *T {
+	return &c.chunks[i>>chunkShift][i&(chunkLen-1)]
+}
+
+// push appends v and returns its index.
+func (c *chunked[T]) push(v T) int32 {
+	i := c.n
+	k := int(i >> chunkShift)
+	if k == len(c.chunks) {
+		size := chunkLen
+		if k == 0 {
+			size = 16
+		}
+		c.chunks = append(c.chunks, make([]T, 0, size))
+	}
+	c.chunks[k] = append(c.chunks[k], v)
+	c.n++
+	return i
+}
+
+// pop removes the last element and returns it.
+func (c *chunked[T]) pop() T {
+	c.n--
+	k := c.n >> chunkShift
+	ch := c.chunks[k]
+	v := ch[len(ch)-1]
+	c.chunks[k] = ch[:len(ch)-1]
+	return v
+}
+
+// reset empties c, keeping its first chunk and letting the others go.
+func (c *chunked[T]) reset() {
+	c.n = 0
+	if len(c.chunks) > 0 {
+		clear(c.chunks[1:])
+		c.chunks = c.chunks[:1]
+		c.chunks[0] = c.chunks[0][:0]
 	}
 }

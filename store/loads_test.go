@@ -322,31 +322,90 @@ func TestLoadsMerge(t *testing.T) {
 	}
 }
 
-// TestReserve: a table reserved for n more sessions takes n merges
-// without moving its slices (a recount's millions, issue 30, would
-// otherwise copy them under the room's lock), and counts them as without.
-func TestReserve(t *testing.T) {
+// TestTableGrowsInPlace: a room's table grown past its first chunk moves
+// none of the sessions it holds, as a recount's millions (issue 30) or a
+// server gaining sessions grow it under the room's lock; and it counts
+// them as ever. The expected loads are counted by hand: sessions i of
+// pathway i%3, expiring at 2 000 000 - i, looked at on 1 000 000.
+func TestTableGrowsInPlace(t *testing.T) {
 	room := sig.Hash{9}
 	l := NewLoads()
-	l.Merge(room, 3, report.Session{1}, 0, 10, 1_000, 5) // a session before the recount
-	l.Reserve(room, 1000)
-	r := l.room(room)
-	slots, heap := &r.slots[:1][0], cap(r.heap)
-	for i := range 1000 {
+	const total = 3*chunkLen + 5
+	var first *liveSession
+	for i := range total {
 		var s report.Session
 		binary.LittleEndian.PutUint64(s[:], uint64(i)+2)
-		l.Merge(room, 3, s, i%3, uint64(20+i), uint64(2_000-i), 5)
+		l.Merge(room, 3, s, i%3, uint64(20+i), uint64(2_000_000-i), 5)
+		if i == chunkLen-1 {
+			first = l.room(room).slots.at(0)
+		}
 	}
-	if &r.slots[0] != slots || cap(r.heap) != heap {
-		t.Fatal("the slices moved after Reserve")
+	r := l.room(room)
+	if r.slots.at(0) != first || len(r.slots.chunks) != 4 || r.slots.n != total {
+		t.Fatalf("after %d sessions: slot 0 moved %v, %d chunks, n %d", total, r.slots.at(0) != first, len(r.slots.chunks), r.slots.n)
 	}
-	got, err := l.Snapshot(bg, room, 3, 6)
-	if err != nil || got[0] != 335 || got[1] != 333 || got[2] != 333 {
-		t.Fatalf("loads %v, %v; want [335 333 333]", got, err)
+	got, err := l.Snapshot(bg, room, 3, 1_000_000)
+	want := []uint32{(total + 2) / 3, (total + 1) / 3, total / 3}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("loads %v, %v; want %v", got, err, want)
 	}
-	l.Reserve(room, 0) // nothing to do
-	l.Reserve(room, 1)
-	if got, _ := l.Snapshot(bg, room, 3, 6); got[0] != 335 {
-		t.Fatalf("loads %v after a Reserve that grew the table", got)
+	// Session i expires at 2 000 000 - i, so at 2 000 000 - (total-100)
+	// the 99 latest made, i > total-100, have expired: their slots are
+	// free, and sessions 0 to total-100 are left.
+	got, err = l.Snapshot(bg, room, 3, 2_000_000-(total-100))
+	const left = total - 99
+	want = []uint32{(left + 2) / 3, (left + 1) / 3, left / 3}
+	if err != nil || !slices.Equal(got, want) || r.free.n != 99 {
+		t.Fatalf("loads %v, %v, %d free; want %v, 99 free", got, err, r.free.n, want)
+	}
+}
+
+// TestChunked: chunked against a slice doing the same pushes and pops, by
+// a seeded random walk that crosses chunk bounds both ways and resets;
+// and an element of a full chunk never moves.
+func TestChunked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 42))
+	var c chunked[int32]
+	var ref []int32
+	var pinned *int32 // element chunkLen, once there
+	for step := range 300_000 {
+		switch op := rng.IntN(100); {
+		case step == 100_000 || step == 200_000:
+			c.reset()
+			ref, pinned = ref[:0], nil
+		case op < 40 && len(ref) > 0:
+			if got, want := c.pop(), ref[len(ref)-1]; got != want {
+				t.Fatalf("step %d: pop %d, want %d", step, got, want)
+			}
+			ref = ref[:len(ref)-1]
+			if len(ref) <= chunkLen {
+				pinned = nil
+			}
+		default:
+			v := rng.Int32()
+			if i := c.push(v); int(i) != len(ref) {
+				t.Fatalf("step %d: push at %d, want %d", step, i, len(ref))
+			}
+			ref = append(ref, v)
+			if len(ref) == chunkLen+1 {
+				pinned = c.at(chunkLen)
+			}
+		}
+		if int(c.n) != len(ref) {
+			t.Fatalf("step %d: n %d, want %d", step, c.n, len(ref))
+		}
+		if pinned != nil && c.at(chunkLen) != pinned {
+			t.Fatalf("step %d: element %d moved", step, chunkLen)
+		}
+		if step%997 == 0 {
+			for i, v := range ref {
+				if *c.at(int32(i)) != v {
+					t.Fatalf("step %d: element %d is %d, want %d", step, i, *c.at(int32(i)), v)
+				}
+			}
+		}
+	}
+	if len(ref) < 2*chunkLen {
+		t.Fatalf("the walk reached %d elements, not past two chunks", len(ref))
 	}
 }

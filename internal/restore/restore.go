@@ -78,11 +78,6 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 	at := max(src.Clock(), lg.latest)
 	seen := map[report.Session]bool{}
 	rules := rules{src: src, ids: r.IDs}
-	live, err := liveLeaves(ctx, src.Store, r.ID, lg, life, at)
-	if err != nil {
-		return 0, err
-	}
-	loads.Reserve(r.ID, live)
 	yield := src.yielder()
 	rows := newRowReader(src.Store)
 	counted, read := 0, 0
@@ -129,27 +124,6 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 		end = start
 	}
 	return counted, nil
-}
-
-// liveLeaves counts the leaves of lg from its end back to the first a
-// life older than at, which are at most the sessions Count counts.
-func liveLeaves(ctx context.Context, st store.Store, room sig.Hash, lg Logged, life, at uint64) (int, error) {
-	n := 0
-	for end := lg.size; end > 0; {
-		start := max(0, end-restoreChunk)
-		es, err := st.LogEntries(ctx, room, 0, start, end)
-		if err != nil {
-			return n, err
-		}
-		for i := len(es) - 1; i >= 0; i-- {
-			if es[i].T+life+1_000_000 < at {
-				return n, nil
-			}
-			n++
-		}
-		end = start
-	}
-	return n, nil
 }
 
 // decisionsAt is a store that reads a decision by the t and digest its
