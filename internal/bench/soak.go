@@ -169,6 +169,13 @@ func (so *benchSoak) write(w io.Writer) {
 			ratio := benchRatio(float64(hi), float64(lo))
 			fmt.Fprintf(w, "  %-52s = %.2f (goal <= %.2f: %s)\n", c.name, ratio, benchSoakRSSFlat, benchMet(ratio <= benchSoakRSSFlat))
 		}
+		// Not a goal: what RssAnon follows. The runtime holds about its
+		// heap's goal, which GOGC sets from what the last collection kept.
+		first, last := so.minutes[1].mem, so.minutes[len(so.minutes)-1].mem
+		if first.kept() > 0 && last.kept() > 0 {
+			fmt.Fprintf(w, "    the runtime's, minute 2 to %d: held %.0f to %.0f MiB, its heap's live bytes %.1f to %.1f MiB (goal %.0f to %.0f MiB)\n", len(so.minutes),
+				float64(first.kept())/(1<<20), float64(last.kept())/(1<<20), float64(first.live)/(1<<20), float64(last.live)/(1<<20), float64(first.goal)/(1<<20), float64(last.goal)/(1<<20))
+		}
 	} else {
 		fmt.Fprintf(w, "  RSS flat: fewer than 3 minutes, not judged\n")
 	}

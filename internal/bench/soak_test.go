@@ -116,3 +116,26 @@ func TestSoakMemory(t *testing.T) {
 		t.Fatalf("/debug/memory with 64 MiB held: %+v", got)
 	}
 }
+
+// The soak's summary judges minutes 2 to N: RssAnon from 40 to 52 MiB is
+// 1.30, over the goal of 1.10; and it prints what the runtime held and its
+// live heap over the same minutes, the figures of minutes 2 and 3.
+func TestSoakWrite(t *testing.T) {
+	const mib = 1 << 20
+	so := &benchSoak{minutes: []benchMinute{
+		{answered: 10, rss: 100 * mib, anon: 30 * mib, mem: benchMem{live: 4 * mib, goal: 20 * mib, total: 35 * mib, released: 5 * mib}},
+		{answered: 10, rss: 200 * mib, anon: 40 * mib, mem: benchMem{live: 6 * mib, goal: 30 * mib, total: 44 * mib, released: 4 * mib}},
+		{answered: 10, rss: 220 * mib, anon: 52 * mib, mem: benchMem{live: 8.5 * mib, goal: 42 * mib, total: 60 * mib, released: 8 * mib}},
+	}}
+	var b strings.Builder
+	so.write(&b)
+	for _, want := range []string{
+		"RSS flat: the largest / the least of minutes 2..N    = 1.10 (goal <= 1.10: met)",
+		"RssAnon flat: the same of the heap's and stacks' part = 1.30 (goal <= 1.10: NOT met)",
+		"the runtime's, minute 2 to 3: held 40 to 52 MiB, its heap's live bytes 6.0 to 8.5 MiB (goal 30 to 42 MiB)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
