@@ -116,6 +116,13 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 			if err := benchFetch(child.pprof, "/debug/pprof/profile?seconds=5", file); err != nil {
 				b.logf("profile of the recount: %v", err)
 			}
+			// Then 2 s of the runtime's execution trace, to tell what
+			// the slowest answers waited for while the recount ran
+			// (go tool trace -pprof=sched, sync, syscall).
+			file = filepath.Join(b.o.Profile, "trace-recount.out")
+			if err := benchFetch(child.pprof, "/debug/pprof/trace?seconds=2", file); err != nil {
+				b.logf("trace of the recount: %v", err)
+			}
 		}()
 	}
 	l := newBenchLoad(child.addr, r.path, r.ids, r.initial, b.o.halfConns(), b.o.Players)
