@@ -223,3 +223,75 @@ func BenchmarkGroupCommitLarge(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHeapSinceOpen is the heap a Bolt gathers by writing: a store
+// written -store.since decisions in commits of 64 (the journal's applier
+// writes some 16 to 128 a commit), against the same file opened again.
+// What the reopen gives back is what grew with the writes since Open:
+// bbolt's freelist keeps, for each page it handed out from its free pages,
+// the transaction that took it, until the page is freed again (SPEC-NOTES,
+// the soak). Reported per page of the file and per decision.
+func BenchmarkHeapSinceOpen(b *testing.B) {
+	sc := sizeScenario(b, sizeCases[0], 8)
+	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
+	var ev []Evidence
+	for _, e := range snaps {
+		ev = append(ev, e)
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for b.Loop() {
+		path := filepath.Join(b.TempDir(), "since.db")
+		s, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.db.NoSync = true
+		g := make([]Decision, 64)
+		for next := 0; next < *sinceOpen; {
+			g = g[:min(len(g), *sinceOpen-next)]
+			for i := range g {
+				g[i] = base[0]
+				g[i].T += 30 * uint64(next)
+				binary.LittleEndian.PutUint64(g[i].Digest[:], uint64(next))
+				g[i].Digest = sha256.Sum256(g[i].Digest[:])
+				next++
+			}
+			if err := s.PutDecisions(bg, ev, g); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.settle(bg); err != nil { // every group applied
+			b.Fatal(err)
+		}
+		s.db.NoSync = false
+		written := heap()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		s, err = Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reopened := heap()
+		info, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		grown := float64(written) - float64(reopened)
+		b.ReportMetric(grown/(float64(info.Size())/float64(os.Getpagesize())), "heap-B/page")
+		b.ReportMetric(grown/float64(*sinceOpen), "heap-B/decision")
+		b.ReportMetric(float64(info.Size())/(1<<20), "MiB")
+	}
+}
+
+// sinceOpen is the decisions BenchmarkHeapSinceOpen writes.
+var sinceOpen = flag.Int("store.since", 500_000, "decisions BenchmarkHeapSinceOpen writes after Open")
