@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
@@ -58,8 +57,7 @@ func ServeChild(ctx context.Context, stop func(), stdout, stderr io.Writer, cfgF
 // benchProfiles serves the process's profiles on a loopback address until
 // ctx ends: /debug/pprof/profile?seconds=N (CPU), /debug/pprof/trace?seconds=N
 // (the runtime's execution trace), allocs, heap, mutex, block and
-// goroutine by name, and /debug/memory, the runtime's account of its memory
-// (benchMemoryMetrics).
+// goroutine by name.
 func benchProfiles(ctx context.Context, addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
@@ -69,10 +67,6 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/profile", timedProfile(600, 10, pprof.StartCPUProfile, pprof.StopCPUProfile))
 	mux.HandleFunc("/debug/pprof/trace", timedProfile(60, 1, trace.Start, trace.Stop))
-	mux.HandleFunc("/debug/memory", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(benchMemory())
-	})
 	mux.HandleFunc("/debug/pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
 		p := pprof.Lookup(r.PathValue("name"))
 		if p == nil {
@@ -90,36 +84,6 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 	go hs.Serve(ln)
 	go func() { <-ctx.Done(); hs.Close() }()
 	return "http://" + ln.Addr().String(), nil
-}
-
-// benchMemoryMetrics are the runtime's measures of its memory that the soak
-// prints beside the resident set, to tell what grows: runtime/metrics's
-// names, each a count of bytes.
-var benchMemoryMetrics = []string{
-	"/gc/heap/live:bytes",                  // the heap's objects the last collection kept
-	"/gc/heap/goal:bytes",                  // the heap's size at which the next collection starts
-	"/memory/classes/total:bytes",          // all the runtime has mapped
-	"/memory/classes/heap/released:bytes",  // of which given back to the kernel
-	"/memory/classes/heap/free:bytes",      // free, not given back
-	"/memory/classes/heap/unused:bytes",    // in spans in use, not in objects
-	"/memory/classes/heap/stacks:bytes",    // the goroutines' stacks
-	"/memory/classes/metadata/other:bytes", // the runtime's own records of the heap
-}
-
-// benchMemory is "name value" lines of benchMemoryMetrics, read now.
-func benchMemory() []byte {
-	samples := make([]metrics.Sample, len(benchMemoryMetrics))
-	for i, n := range benchMemoryMetrics {
-		samples[i].Name = n
-	}
-	metrics.Read(samples)
-	var b []byte
-	for _, s := range samples {
-		if s.Value.Kind() == metrics.KindUint64 {
-			b = fmt.Appendf(b, "%s %d\n", s.Name, s.Value.Uint64())
-		}
-	}
-	return b
 }
 
 // timedProfile serves a profile taken over ?seconds=N (1 to most; def

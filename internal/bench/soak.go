@@ -32,7 +32,7 @@ type benchMinute struct {
 	answered, failed    uint64
 	p50, p99            time.Duration
 	rss, anon, fileSize int64     // anon: RssAnon, the heap's and stacks' part of rss; the rest is the store's file, mapped
-	mem                 benchMem  // the runtime's account of its memory at the minute's end
+	mem                 benchMem  // the runtime's account of its memory at the minute's end (/metrics)
 	decisions, records  uint64    // stored so far
 	commits, steer      benchHist // the server's histograms over the minute: its group commits, its steering answers
 	steal               float64   // the share of the machine's CPU time its hypervisor took over the minute
@@ -103,19 +103,19 @@ func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
 	fmt.Fprintf(w, "%-7s %9s %7s %10s %10s %9s %9s %9s %9s %9s %12s %10s %8s %12s %9s %10s %9s %6s\n", "minute", "answers", "errors", "p50", "p99", "RSS", "RssAnon", "Go kept", "Go live", "Go goal", "store bytes", "decisions", "records", "commits>25ms", "slowest", "steer>25ms", "slowest", "steal")
 	start, _ := settledCounts(s.c.addr)
 	file0 := benchFileSize(s.storeFile())
-	_, hists0 := readMinute(s.c.addr)
+	_, hists0, _ := readMinute(s.c.addr)
 	cpu0 := readMachineCPU()
 	for k := 0; time.Duration(k)*so.minute < o.Soak && ctx.Err() == nil; k++ {
 		d := min(so.minute, o.Soak-time.Duration(k)*so.minute)
 		ph := srv.l.run(ctx, d, so.rate)
-		counts, hists := readMinute(s.c.addr)
+		counts, hists, mem := readMinute(s.c.addr)
 		cpu := readMachineCPU()
-		m := benchMinute{answered: ph.answered, failed: ph.failed, p50: ph.pct[0], p99: ph.pct[1], rss: s.c.rss(), anon: s.c.status("RssAnon:"), fileSize: benchFileSize(s.storeFile()), mem: readMem(s.c.pprof),
+		m := benchMinute{answered: ph.answered, failed: ph.failed, p50: ph.pct[0], p99: ph.pct[1], rss: s.c.rss(), anon: s.c.status("RssAnon:"), fileSize: benchFileSize(s.storeFile()), mem: mem,
 			decisions: counts.stored, records: counts.records, commits: hists[0].since(hists0[0]), steer: hists[1].since(hists0[1]), steal: cpu.stealSince(cpu0), firstErr: ph.firstErr}
 		hists0, cpu0 = hists, cpu
 		so.minutes = append(so.minutes, m)
 		fmt.Fprintf(w, "%-7d %9d %7d %10s %10s %5.0f MiB %5.0f MiB %5.0f MiB %5.0f MiB %5.0f MiB %12d %10d %8d %12d %9s %10d %9s %5.1f%%\n", k+1, m.answered, m.failed, benchDur(m.p50), benchDur(m.p99), float64(m.rss)/(1<<20), float64(m.anon)/(1<<20),
-			float64(m.mem.kept())/(1<<20), float64(m.mem.live)/(1<<20), float64(m.mem.goal)/(1<<20), m.fileSize, m.decisions, m.records,
+			float64(m.mem.held)/(1<<20), float64(m.mem.live)/(1<<20), float64(m.mem.goal)/(1<<20), m.fileSize, m.decisions, m.records,
 			m.commits.over(benchSlowCommit), benchDur(m.commits.slowest()), m.steer.over(benchSlowCommit), benchDur(m.steer.slowest()), 100*m.steal)
 		if m.firstErr != nil {
 			fmt.Fprintf(w, "        first error: %v\n", m.firstErr)
@@ -172,9 +172,9 @@ func (so *benchSoak) write(w io.Writer) {
 		// Not a goal: what RssAnon follows. The runtime holds about its
 		// heap's goal, which GOGC sets from what the last collection kept.
 		first, last := so.minutes[1].mem, so.minutes[len(so.minutes)-1].mem
-		if first.kept() > 0 && last.kept() > 0 {
+		if first.held > 0 && last.held > 0 {
 			fmt.Fprintf(w, "    the runtime's, minute 2 to %d: held %.0f to %.0f MiB, its heap's live bytes %.1f to %.1f MiB (goal %.0f to %.0f MiB)\n", len(so.minutes),
-				float64(first.kept())/(1<<20), float64(last.kept())/(1<<20), float64(first.live)/(1<<20), float64(last.live)/(1<<20), float64(first.goal)/(1<<20), float64(last.goal)/(1<<20))
+				float64(first.held)/(1<<20), float64(last.held)/(1<<20), float64(first.live)/(1<<20), float64(last.live)/(1<<20), float64(first.goal)/(1<<20), float64(last.goal)/(1<<20))
 		}
 	} else {
 		fmt.Fprintf(w, "  RSS flat: fewer than 3 minutes, not judged\n")
@@ -206,47 +206,31 @@ const (
 	benchSteerHist  = `waisteer_http_request_duration_seconds_bucket{route="steer",le="`
 )
 
-// readMinute reads, in one fetch of /metrics, the server's counters and
-// its histograms of commits and steering answers.
-func readMinute(addr string) (benchCounts, [2]benchHist) {
+// readMinute reads, in one fetch of /metrics, the server's counters, its
+// histograms of commits and steering answers, and its runtime's memory.
+func readMinute(addr string) (benchCounts, [2]benchHist, benchMem) {
 	var hs [2]benchHist
 	m, err := benchGet(context.Background(), addr, "/metrics")
 	if err != nil {
-		return benchCounts{}, hs
+		return benchCounts{}, hs, benchMem{}
 	}
 	counts, _ := parseCounts(m)
 	hs[0], hs[1] = parseHist(m, benchCommitHist), parseHist(m, benchSteerHist)
-	return counts, hs
+	return counts, hs, parseMem(m)
 }
 
-// benchMem is the runtime's account of a child's memory (benchMemory):
-// what the last collection kept, the heap's goal, and what the runtime holds
-// of the kernel's memory (all it mapped but what it gave back).
+// benchMem is the runtime's account of the server's memory, from its
+// /metrics (internal/procmem): what the last collection kept, the heap's
+// goal, and what the runtime holds of the kernel's memory.
 type benchMem struct {
-	live, goal, total, released uint64
+	live, goal, held uint64
 }
 
-// kept is what the runtime holds: RssAnon's share that is Go's.
-func (m benchMem) kept() uint64 { return m.total - min(m.released, m.total) }
-
-// readMem reads the child's /debug/memory on its profiling listener; zero
-// when it has none or the read fails.
-func readMem(pprofAddr string) benchMem {
-	if pprofAddr == "" {
-		return benchMem{}
-	}
-	b, err := benchGet(context.Background(), pprofAddr, "/debug/memory")
-	if err != nil {
-		return benchMem{}
-	}
-	return parseMem(b)
-}
-
-// parseMem reads the "name value" lines of /debug/memory; a line it does
-// not know or cannot read is left out.
-func parseMem(b []byte) benchMem {
-	var m benchMem
-	for line := range strings.SplitSeq(string(b), "\n") {
+// parseMem reads the runtime's gauges from the text of /metrics; a line it
+// cannot read is left out.
+func parseMem(m []byte) benchMem {
+	var mem benchMem
+	for line := range strings.SplitSeq(string(m), "\n") {
 		name, v, ok := strings.Cut(line, " ")
 		if !ok {
 			continue
@@ -256,17 +240,15 @@ func parseMem(b []byte) benchMem {
 			continue
 		}
 		switch name {
-		case "/gc/heap/live:bytes":
-			m.live = n
-		case "/gc/heap/goal:bytes":
-			m.goal = n
-		case "/memory/classes/total:bytes":
-			m.total = n
-		case "/memory/classes/heap/released:bytes":
-			m.released = n
+		case "waisteer_go_heap_live_bytes":
+			mem.live = n
+		case "waisteer_go_heap_goal_bytes":
+			mem.goal = n
+		case "waisteer_go_memory_held_bytes":
+			mem.held = n
 		}
 	}
-	return m
+	return mem
 }
 
 // parseHist reads the buckets of one histogram from the text of /metrics:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/api"
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/procmem"
 	"github.com/waisteer/waisteer/internal/qoewatch"
 	"github.com/waisteer/waisteer/internal/roomsteer"
 	"github.com/waisteer/waisteer/internal/web"
@@ -140,6 +141,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	writePanicMetrics(&b)
 	s.writeLimitMetrics(&b)
 	s.reach.WriteMetrics(&b)
+	procmem.WriteMetrics(&b)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -382,6 +384,7 @@ func TestMetrics(t *testing.T) {
 	e.steer("/v1/steer", nil)
 	e.steer("/v1/steer?_HLS_pathway=c&CMCD=bl%3D10", nil)
 	e.postRecords([][]byte{[]byte("WMH1\x01")}, http.StatusUnprocessableEntity)
+	runtime.GC() // the live heap is 0 until a collection
 	resp, b := e.get("/metrics")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -411,6 +414,25 @@ func TestMetrics(t *testing.T) {
 		if !strings.HasPrefix(l, "#") && !line.MatchString(l) {
 			t.Errorf("not a sample line: %q", l)
 		}
+	}
+	// The runtime's memory (internal/procmem): a process holds at least
+	// its live heap, and its heap's goal is no less than it.
+	gauge := func(name string) uint64 {
+		for _, l := range strings.Split(text, "\n") {
+			if v, ok := strings.CutPrefix(l, name+" "); ok {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					t.Errorf("%s %q", name, v)
+				}
+				return n
+			}
+		}
+		t.Errorf("no %s", name)
+		return 0
+	}
+	live, goal, held := gauge("waisteer_go_heap_live_bytes"), gauge("waisteer_go_heap_goal_bytes"), gauge("waisteer_go_memory_held_bytes")
+	if live == 0 || goal < live || held < live {
+		t.Errorf("the runtime's memory: live %d, goal %d, held %d", live, goal, held)
 	}
 	if resp, _ := e.get("/healthz"); resp.StatusCode != 200 {
 		t.Errorf("healthz %d", resp.StatusCode)
