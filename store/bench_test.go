@@ -167,12 +167,7 @@ func BenchmarkStoredSize(b *testing.B) {
 // BenchmarkPutDecisions is the durable write of groups of decisions (each
 // group one bbolt update, synced): decisions/s for groups of 1, 16 and 128.
 func BenchmarkPutDecisions(b *testing.B) {
-	sc := sizeScenario(b, sizeCases[0], 8)
-	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
-	var ev []Evidence
-	for _, e := range snaps {
-		ev = append(ev, e)
-	}
+	base, ev := roomRows(b)
 	for _, size := range []int{1, 16, 128} {
 		b.Run(fmt.Sprintf("group=%d", size), func(b *testing.B) {
 			s := openTestBolt(b, "")

@@ -34,12 +34,7 @@ func cpuTime(b testing.TB) time.Duration {
 // CPU of the commit is read without the disk's share.
 func BenchmarkGroupCommit(b *testing.B) {
 	const size = 32
-	sc := sizeScenario(b, sizeCases[0], 8)
-	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
-	var ev []Evidence
-	for _, e := range snaps {
-		ev = append(ev, e)
-	}
+	base, ev := roomRows(b)
 	for _, c := range []struct {
 		sync, scanned bool
 	}{{true, false}, {false, false}, {true, true}, {false, true}} {
@@ -97,18 +92,24 @@ var bigStore = flag.Int("store.big", 3_750_000, "decisions in BenchmarkOpenLarge
 // fillStore puts count decisions of one room in groups of 1024, unsynced,
 // as the committer would have over days, and closes the store.
 func fillStore(b *testing.B, path string, count int, opts ...Option) {
-	sc := sizeScenario(b, sizeCases[0], 8)
-	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
-	var ev []Evidence
-	for _, e := range snaps {
-		ev = append(ev, e)
-	}
 	s, err := Open(path, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
+	putRoomDecisions(b, s, count, 1024)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// putRoomDecisions puts count decisions of one room into s in groups of
+// group, unsynced: copies of one signed row, 30 µs apart, each with a
+// digest of its own.
+func putRoomDecisions(b *testing.B, s *Bolt, count, group int) {
+	base, ev := roomRows(b)
 	s.db.NoSync = true
-	g := make([]Decision, 1024)
+	defer func() { s.db.NoSync = false }()
+	g := make([]Decision, group)
 	for next := 0; next < count; {
 		g = g[:min(len(g), count-next)]
 		for i := range g {
@@ -122,10 +123,18 @@ func fillStore(b *testing.B, path string, count int, opts ...Option) {
 			b.Fatal(err)
 		}
 	}
-	s.db.NoSync = false
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
+}
+
+// roomRows is one signed row of the first size case's room and the
+// evidence snapshots it names.
+func roomRows(b *testing.B) ([]Decision, []Evidence) {
+	sc := sizeScenario(b, sizeCases[0], 8)
+	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
+	var ev []Evidence
+	for _, e := range snaps {
+		ev = append(ev, e)
 	}
+	return base, ev
 }
 
 // BenchmarkOpenLarge is Open on a store of -store.big decisions (3.75 M by
@@ -171,12 +180,7 @@ var largeStore = flag.Int("store.large", 1_000_000, "decisions in BenchmarkGroup
 // of a decision by digest (Decision), which reads the runs.
 func BenchmarkGroupCommitLarge(b *testing.B) {
 	const size = 32
-	sc := sizeScenario(b, sizeCases[0], 8)
-	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
-	var ev []Evidence
-	for _, e := range snaps {
-		ev = append(ev, e)
-	}
+	base, ev := roomRows(b)
 	for _, fanIn := range []int{defaultIndexFanIn, 16} {
 		opt := withIndex(defaultIndexFlush, defaultIndexMargin, fanIn, defaultIndexBudget)
 		path := filepath.Join(b.TempDir(), "large.db")
@@ -232,12 +236,6 @@ func BenchmarkGroupCommitLarge(b *testing.B) {
 // the transaction that took it, until the page is freed again (SPEC-NOTES,
 // the soak). Reported per page of the file and per decision.
 func BenchmarkHeapSinceOpen(b *testing.B) {
-	sc := sizeScenario(b, sizeCases[0], 8)
-	base, snaps, _ := signedRows(b, sc, 1, 7*scenario.Period, 0)
-	var ev []Evidence
-	for _, e := range snaps {
-		ev = append(ev, e)
-	}
 	heap := func() uint64 {
 		var m runtime.MemStats
 		runtime.GC()
@@ -251,25 +249,10 @@ func BenchmarkHeapSinceOpen(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.db.NoSync = true
-		g := make([]Decision, 64)
-		for next := 0; next < *sinceOpen; {
-			g = g[:min(len(g), *sinceOpen-next)]
-			for i := range g {
-				g[i] = base[0]
-				g[i].T += 30 * uint64(next)
-				binary.LittleEndian.PutUint64(g[i].Digest[:], uint64(next))
-				g[i].Digest = sha256.Sum256(g[i].Digest[:])
-				next++
-			}
-			if err := s.PutDecisions(bg, ev, g); err != nil {
-				b.Fatal(err)
-			}
-		}
+		putRoomDecisions(b, s, *sinceOpen, 64)
 		if err := s.settle(bg); err != nil { // every group applied
 			b.Fatal(err)
 		}
-		s.db.NoSync = false
 		written := heap()
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
