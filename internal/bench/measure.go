@@ -104,11 +104,7 @@ func parseCounts(m []byte) (benchCounts, bool) {
 	var c benchCounts
 	found := 0
 	var pools uint64
-	for line := range strings.SplitSeq(string(m), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
+	for name, v := range metricSamples(m) {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			continue

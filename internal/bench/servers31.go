@@ -72,8 +72,8 @@ func (h benchSumCount) mean() float64 {
 func parseSumCount(m []byte, family string) (benchSumCount, bool) {
 	var h benchSumCount
 	found := false
-	for base, v := range metricSamples(m) {
-		switch base {
+	for name, v := range metricSamples(m) {
+		switch base, _, _ := strings.Cut(name, "{"); base {
 		case family + "_sum":
 			var f float64
 			if _, err := fmt.Sscan(v, &f); err == nil {
@@ -95,8 +95,9 @@ func parseSumCount(m []byte, family string) (benchSumCount, bool) {
 // over its series; 0 when it has none.
 func parseCounter(m []byte, family string) uint64 {
 	var n uint64
-	for base, v := range metricSamples(m) {
+	for name, v := range metricSamples(m) {
 		var x uint64
+		base, _, _ := strings.Cut(name, "{")
 		if _, err := fmt.Sscan(v, &x); err == nil && base == family {
 			n += x
 		}
@@ -105,7 +106,7 @@ func parseCounter(m []byte, family string) uint64 {
 }
 
 // metricSamples yields each sample of the text of /metrics: its name
-// without labels, and its value's text.
+// with its labels, and its value's text.
 func metricSamples(m []byte) iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
 		for line := range strings.SplitSeq(string(m), "\n") {
@@ -113,8 +114,7 @@ func metricSamples(m []byte) iter.Seq2[string, string] {
 			if !ok || strings.HasPrefix(line, "#") {
 				continue
 			}
-			base, _, _ := strings.Cut(name, "{")
-			if !yield(base, v) {
+			if !yield(name, v) {
 				return
 			}
 		}

@@ -230,11 +230,7 @@ type benchMem struct {
 // cannot read is left out.
 func parseMem(m []byte) benchMem {
 	var mem benchMem
-	for line := range strings.SplitSeq(string(m), "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
+	for name, v := range metricSamples(m) {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			continue
