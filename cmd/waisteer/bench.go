@@ -30,7 +30,7 @@ func init() {
 }
 
 func runBench(e *env, args []string) error {
-	fs := newFlags(e, "bench", "[-quick] [-servers] [-soak DURATION] [-audit N] [-d DURATION] [-conns 64,256] [-players N] [-pathways 3,32] [-engines fasthttp,net/http] [-generator auto|wrk|go] [-profile DIR] [-startup-decisions N] [-results FILE]")
+	fs := newFlags(e, "bench", "[-quick] [-servers] [-soak DURATION] [-audit N] [-d DURATION] [-conns 64,256] [-players N] [-pathways 3,32] [-engines fasthttp,net/http] [-generator auto|wrk|go] [-profile DIR] [-flight DIR] [-startup-decisions N] [-results FILE]")
 	o := bench.NewOptions(false) // the flags' defaults
 	fs.DurationVar(&o.Duration, "d", o.Duration, "the `duration` of each measured phase")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "the `duration` of the warm-up before the phases of each server")
@@ -46,6 +46,7 @@ func runBench(e *env, args []string) error {
 	fs.BoolVar(&o.AuditSaturated, "audit-saturated", false, "with -servers -audit N: load the audited room saturated (closed loop) rather than at half the saturated rate, so that the audit checks δ under overload")
 	fs.IntVar(&o.AuditSample, "audit-sample", 2000, "with -audit: the decisions the audit verifies by §9 in full (0: all)")
 	profile := fs.String("profile", "", "write the server's CPU, allocation and mutex profiles of its saturated phases, in turns of their own (the two-core phase's too), CPU profiles of its records phases and of the start-up's recount (and a trace of it) and the phase after it, and the soak's heap profiles, into this `directory` (profiling costs the figures a little)")
+	fs.StringVar(&o.Flight, "flight", "", "with -soak: run the server's flight recorder (runtime/trace) and keep its trace of the seconds before each steering answer over 50 ms, six at most, in this `directory` (the recorder's buffers are in the soak's memory figures)")
 	startupDecisions := fs.Int("startup-decisions", 0, "the decisions of the start-up's store, built through the store API (0: 3750000, or 50000 with -quick)")
 	results := fs.String("results", "", "also put the report into this markdown `file`'s code block under \""+bench.ResultsRun+"\" (with -soak, \""+bench.ResultsSoak+"\"; with -servers, \""+bench.ResultsServers+"\"), keeping the text around it: cmd/waisteer/testdata/bench/RESULTS.md")
 	quick := fs.Bool("quick", false, "a run of under a minute: phases of about a second, 64 connections, 3 pathways, both engines")
@@ -55,12 +56,15 @@ func runBench(e *env, args []string) error {
 	if fs.NArg() != 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if o.Flight != "" && o.Soak == 0 {
+		return usagef("-flight keeps traces of the soak's slow answers: only with -soak")
+	}
 	if o.Servers && o.Soak > 0 {
 		return usagef("-servers measures issue 31's table: not with -soak")
 	}
 	if *quick {
 		q := bench.NewOptions(true)
-		q.Generator, q.Soak, q.Audit, q.AuditSample, q.Servers, q.AuditSaturated = o.Generator, o.Soak, o.Audit, o.AuditSample, o.Servers, o.AuditSaturated
+		q.Generator, q.Soak, q.Flight, q.Audit, q.AuditSample, q.Servers, q.AuditSaturated = o.Generator, o.Soak, o.Flight, o.Audit, o.AuditSample, o.Servers, o.AuditSaturated
 		o = q
 	} else {
 		var err error

@@ -288,3 +288,13 @@ func TestBenchAudit(t *testing.T) {
 		t.Errorf("a log of %d decisions, fewer than 100 000", size)
 	}
 }
+
+// -flight keeps the traces of a soak's slow answers: without -soak it is
+// refused as a usage error (exit 2) that names the reason, before anything
+// runs.
+func TestBenchFlightNeedsSoak(t *testing.T) {
+	out, errs, code := waisteer(t, "", "bench", "-flight", t.TempDir())
+	if code != 2 || !strings.Contains(errs, "-flight") || !strings.Contains(errs, "only with -soak") {
+		t.Fatalf("bench -flight without -soak: exit %d, stderr %q, stdout %q", code, errs, out)
+	}
+}

@@ -62,7 +62,10 @@ type Options struct {
 	Profile                        string
 	Generator                      string // GeneratorAuto, GeneratorWrk or GeneratorGo
 	Soak                           time.Duration
-	Audit, AuditSample             int // decisions to make then audit, and the audit's sample (issue 16)
+	// Flight, with Soak, is a directory for the server's execution trace
+	// of the seconds before each slow steering answer (soak.go).
+	Flight             string
+	Audit, AuditSample int // decisions to make then audit, and the audit's sample (issue 16)
 	// AuditSaturated loads the audited room of -servers unpaced, past what
 	// the machine can do, rather than at half the saturated rate: δ held
 	// under overload (issue 31).
@@ -77,9 +80,11 @@ type Options struct {
 // Run runs the benchmark of o and writes its report to stdout; what it is
 // doing goes to stderr.
 func Run(ctx context.Context, stdout, stderr io.Writer, o Options) error {
-	if o.Profile != "" {
-		if err := os.MkdirAll(o.Profile, 0o755); err != nil {
-			return err
+	for _, dir := range []string{o.Profile, o.Flight} {
+		if dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
 		}
 	}
 	tmp, err := os.MkdirTemp("", "waisteer-bench-")

@@ -20,6 +20,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +58,7 @@ func ServeChild(ctx context.Context, stop func(), stdout, stderr io.Writer, cfgF
 // benchProfiles serves the process's profiles on a loopback address until
 // ctx ends: /debug/pprof/profile?seconds=N (CPU), /debug/pprof/trace?seconds=N
 // (the runtime's execution trace), allocs, heap, mutex, block and
-// goroutine by name.
+// goroutine by name, and the flight recorder (benchFlight).
 func benchProfiles(ctx context.Context, addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
@@ -67,6 +68,9 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/profile", timedProfile(600, 10, pprof.StartCPUProfile, pprof.StopCPUProfile))
 	mux.HandleFunc("/debug/pprof/trace", timedProfile(60, 1, trace.Start, trace.Stop))
+	fl := &benchFlight{}
+	mux.HandleFunc("POST /debug/flight", fl.start)
+	mux.HandleFunc("GET /debug/flight", fl.write)
 	mux.HandleFunc("/debug/pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
 		p := pprof.Lookup(r.PathValue("name"))
 		if p == nil {
@@ -82,8 +86,56 @@ func benchProfiles(ctx context.Context, addr string) (string, error) {
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(ln)
-	go func() { <-ctx.Done(); hs.Close() }()
+	go func() { <-ctx.Done(); hs.Close(); fl.stop() }()
 	return "http://" + ln.Addr().String(), nil
+}
+
+// benchFlight is the child's flight recorder (runtime/trace): started by
+// POST /debug/flight, it keeps the last benchFlightAge of the execution
+// trace in memory, which GET /debug/flight writes out, so that bench can
+// fetch the seconds around a slow answer once it has seen one (the soak).
+type benchFlight struct {
+	mu sync.Mutex
+	fr *trace.FlightRecorder
+}
+
+// benchFlightAge is how much of the trace the recorder keeps at least:
+// more than bench's poll of the server's histograms, so that a slow answer
+// seen at a poll is in what it fetches.
+const benchFlightAge = 5 * time.Second
+
+func (f *benchFlight) start(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fr != nil {
+		return
+	}
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: benchFlightAge, MaxBytes: 64 << 20})
+	if err := fr.Start(); err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	f.fr = fr
+}
+
+func (f *benchFlight) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fr != nil {
+		f.fr.Stop()
+		f.fr = nil
+	}
+}
+
+func (f *benchFlight) write(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fr == nil {
+		http.Error(w, "the flight recorder is not started", http.StatusConflict)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	f.fr.WriteTo(w)
 }
 
 // timedProfile serves a profile taken over ?seconds=N (1 to most; def

@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waisteer/waisteer/internal/serve"
@@ -100,11 +102,16 @@ func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
 	} else {
 		fmt.Fprintln(w, "pinning: none")
 	}
+	if o.Flight != "" {
+		fmt.Fprintln(w, "flight recorder: on (-flight); its buffers are in the server's memory below")
+	}
 	fmt.Fprintf(w, "%-7s %9s %7s %10s %10s %9s %9s %9s %9s %9s %12s %10s %8s %12s %9s %10s %9s %6s\n", "minute", "answers", "errors", "p50", "p99", "RSS", "RssAnon", "Go kept", "Go live", "Go goal", "store bytes", "decisions", "records", "commits>25ms", "slowest", "steer>25ms", "slowest", "steal")
 	start, _ := settledCounts(s.c.addr)
 	file0 := benchFileSize(s.storeFile())
 	_, hists0, _ := readMinute(s.c.addr)
 	cpu0 := readMachineCPU()
+	stopFlight := b.flightWatch(s.c, time.Now())
+	defer stopFlight()
 	for k := 0; time.Duration(k)*so.minute < o.Soak && ctx.Err() == nil; k++ {
 		d := min(so.minute, o.Soak-time.Duration(k)*so.minute)
 		ph := srv.l.run(ctx, d, so.rate)
@@ -122,6 +129,7 @@ func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
 		}
 		b.heapProfile(s.c, fmt.Sprintf("heap-soak-%02d", k+1))
 	}
+	stopFlight()
 	end, _ := settledCounts(s.c.addr)
 	so.decisions, so.records = end.stored-start.stored, end.records-start.records
 	run := &benchRealRun{}
@@ -369,4 +377,70 @@ func (b *bencher) heapProfile(c *benchChild, name string) {
 	if err := benchFetch(c.pprof, "/debug/pprof/heap", filepath.Join(b.o.Profile, name+".pprof")); err != nil {
 		b.logf("profile: %v", err)
 	}
+}
+
+// Slow answers of the soak whose execution trace bench keeps: an answer of
+// the steering route over benchFlightSlow, seen at a poll of the server's
+// histogram every benchFlightPoll, has the flight recorder's last seconds
+// written to the -flight directory, at most benchFlightMost times, the
+// next at least benchFlightGap after the last.
+const (
+	benchFlightSlow = 50 * time.Millisecond
+	benchFlightPoll = time.Second
+	benchFlightMost = 6
+	benchFlightGap  = 20 * time.Second
+)
+
+// flightWatch starts c's flight recorder and, until the returned function
+// is called, keeps its trace of the seconds around each slow answer
+// (flight-soak-MM-SS.trace, the soak's minute and second from start), with
+// -flight.
+func (b *bencher) flightWatch(c *benchChild, start time.Time) (stop func()) {
+	if b.o.Flight == "" || c.pprof == "" {
+		return func() {}
+	}
+	res, err := http.Post("http://"+c.pprof+"/debug/flight", "", nil)
+	if err == nil {
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s", res.Status)
+		}
+	}
+	if err != nil {
+		b.logf("flight recorder: %v", err)
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(benchFlightPoll)
+		defer t.Stop()
+		_, hs, _ := readMinute(c.addr)
+		slow := hs[1].over(benchFlightSlow)
+		var last time.Time
+		for kept := 0; kept < benchFlightMost; {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			_, hs, _ := readMinute(c.addr)
+			n := hs[1].over(benchFlightSlow)
+			if n <= slow || time.Since(last) < benchFlightGap {
+				slow = max(slow, n)
+				continue
+			}
+			slow, last = n, time.Now()
+			at := time.Since(start)
+			name := filepath.Join(b.o.Flight, fmt.Sprintf("flight-soak-%02d-%02d.trace", int(at/time.Minute)+1, int(at%time.Minute/time.Second)))
+			if err := benchFetch(c.pprof, "/debug/flight", name); err != nil {
+				b.logf("flight recorder: %v", err)
+				return
+			}
+			kept++
+			b.logf("a steering answer over %s: the trace of the seconds before it in %s", benchFlightSlow, name)
+		}
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }

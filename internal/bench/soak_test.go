@@ -2,8 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,5 +136,52 @@ func TestSoakWrite(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the summary lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// The soak's flight recorder (-flight): the child's profile listener
+// starts it on a POST and writes its trace on a GET, refused before the
+// start; the watcher keeps a trace when the count of steering answers over
+// 50 ms in /metrics grows between two polls, and none while it does not.
+// The /metrics text is written by hand.
+func TestFlightWatch(t *testing.T) {
+	base, err := benchProfiles(t.Context(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pprof := strings.TrimPrefix(base, "http://")
+	if _, err := benchGet(t.Context(), pprof, "/debug/flight"); err == nil {
+		t.Fatal("a flight recording was served before the recorder started")
+	}
+	var slow atomic.Uint64
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "waisteer_http_request_duration_seconds_bucket{route=\"steer\",le=\"0.025\"} 100\n"+
+			"waisteer_http_request_duration_seconds_bucket{route=\"steer\",le=\"0.05\"} 100\n"+
+			"waisteer_http_request_duration_seconds_bucket{route=\"steer\",le=\"+Inf\"} %d\n", 100+slow.Load())
+	}))
+	defer metrics.Close()
+	dir := t.TempDir()
+	var log bytes.Buffer
+	b := &bencher{stderr: &log, o: Options{Flight: dir}, began: time.Now()}
+	stop := b.flightWatch(&benchChild{addr: strings.TrimPrefix(metrics.URL, "http://"), pprof: pprof}, time.Now())
+	time.Sleep(benchFlightPoll + benchFlightPoll/2) // a poll with nothing slow
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		stop()
+		t.Fatalf("traces kept with no slow answer: %v", files)
+	}
+	slow.Add(1)
+	deadline := time.Now().Add(5 * benchFlightPoll)
+	var files []string
+	for len(files) == 0 && time.Now().Before(deadline) {
+		time.Sleep(benchFlightPoll / 4)
+		files, _ = filepath.Glob(filepath.Join(dir, "flight-soak-01-*.trace"))
+	}
+	stop()
+	if len(files) != 1 {
+		t.Fatalf("traces kept after one slow answer: %v; log:\n%s", files, log.String())
+	}
+	tr, err := os.ReadFile(files[0])
+	if err != nil || !bytes.HasPrefix(tr, []byte("go 1.")) {
+		t.Fatalf("the trace kept: %d bytes beginning %q, %v", len(tr), tr[:min(len(tr), 16)], err)
 	}
 }
