@@ -156,6 +156,9 @@ type benchLoad struct {
 	// answered counts every manifest answered 200, over all phases: the
 	// decisions the server must have stored.
 	answered atomic.Uint64
+	// slow counts the answers over benchFlightSlow from their due time, over
+	// all phases: the soak's flight recorder watches it (soak.go).
+	slow atomic.Uint64
 }
 
 func newBenchLoad(addr, path string, ids []string, initial, clients, players int) *benchLoad {
@@ -327,7 +330,11 @@ func (l *benchLoad) run(ctx context.Context, d time.Duration, rate float64) benc
 				} else {
 					ph.answered++
 					l.answered.Add(1)
-					ph.latencies = append(ph.latencies, time.Since(due))
+					lat := time.Since(due)
+					ph.latencies = append(ph.latencies, lat)
+					if lat > benchFlightSlow {
+						l.slow.Add(1)
+					}
 				}
 				if rate > 0 {
 					due = due.Add(interval)

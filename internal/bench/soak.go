@@ -110,7 +110,7 @@ func (b *bencher) soak(ctx context.Context, w io.Writer) (*benchSoak, error) {
 	file0 := benchFileSize(s.storeFile())
 	_, hists0, _ := readMinute(s.c.addr)
 	cpu0 := readMachineCPU()
-	stopFlight := b.flightWatch(s.c, time.Now())
+	stopFlight := b.flightWatch(s.c, srv.l, time.Now())
 	defer stopFlight()
 	for k := 0; time.Duration(k)*so.minute < o.Soak && ctx.Err() == nil; k++ {
 		d := min(so.minute, o.Soak-time.Duration(k)*so.minute)
@@ -380,10 +380,12 @@ func (b *bencher) heapProfile(c *benchChild, name string) {
 }
 
 // Slow answers of the soak whose execution trace bench keeps: an answer of
-// the steering route over benchFlightSlow, seen at a poll of the server's
-// histogram every benchFlightPoll, has the flight recorder's last seconds
-// written to the -flight directory, at most benchFlightMost times, the
-// next at least benchFlightGap after the last.
+// the steering route over benchFlightSlow, in the server's histogram or
+// from its due time in the generator's clock (a request the server did not
+// read for a while is slow in the second only), seen at a poll every
+// benchFlightPoll, has the flight recorder's last seconds written to the
+// -flight directory, at most benchFlightMost times, the next at least
+// benchFlightGap after the last.
 const (
 	benchFlightSlow = 50 * time.Millisecond
 	benchFlightPoll = time.Second
@@ -395,7 +397,7 @@ const (
 // is called, keeps its trace of the seconds around each slow answer
 // (flight-soak-MM-SS.trace, the soak's minute and second from start), with
 // -flight.
-func (b *bencher) flightWatch(c *benchChild, start time.Time) (stop func()) {
+func (b *bencher) flightWatch(c *benchChild, l *benchLoad, start time.Time) (stop func()) {
 	if b.o.Flight == "" || c.pprof == "" {
 		return func() {}
 	}
@@ -415,8 +417,11 @@ func (b *bencher) flightWatch(c *benchChild, start time.Time) (stop func()) {
 	wg.Go(func() {
 		t := time.NewTicker(benchFlightPoll)
 		defer t.Stop()
-		_, hs, _ := readMinute(c.addr)
-		slow := hs[1].over(benchFlightSlow)
+		slowNow := func() uint64 {
+			_, hs, _ := readMinute(c.addr)
+			return hs[1].over(benchFlightSlow) + l.slow.Load()
+		}
+		slow := slowNow()
 		var last time.Time
 		for kept := 0; kept < benchFlightMost; {
 			select {
@@ -424,8 +429,7 @@ func (b *bencher) flightWatch(c *benchChild, start time.Time) (stop func()) {
 				return
 			case <-t.C:
 			}
-			_, hs, _ := readMinute(c.addr)
-			n := hs[1].over(benchFlightSlow)
+			n := slowNow()
 			if n <= slow || time.Since(last) < benchFlightGap {
 				slow = max(slow, n)
 				continue
@@ -438,7 +442,7 @@ func (b *bencher) flightWatch(c *benchChild, start time.Time) (stop func()) {
 				return
 			}
 			kept++
-			b.logf("a steering answer over %s: the trace of the seconds before it in %s", benchFlightSlow, name)
+			b.logf("a steering answer over %s (the server's or the generator's clock): the trace of the seconds before it in %s", benchFlightSlow, name)
 		}
 	})
 	var once sync.Once

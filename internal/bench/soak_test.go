@@ -142,9 +142,15 @@ func TestSoakWrite(t *testing.T) {
 // The soak's flight recorder (-flight): the child's profile listener
 // starts it on a POST and writes its trace on a GET, refused before the
 // start; the watcher keeps a trace when the count of steering answers over
-// 50 ms in /metrics grows between two polls, and none while it does not.
-// The /metrics text is written by hand.
+// 50 ms grows between two polls, in /metrics or in the generator's count,
+// and none while neither does. The /metrics text is written by hand.
 func TestFlightWatch(t *testing.T) {
+	for _, by := range []string{"server", "generator"} {
+		t.Run(by, func(t *testing.T) { testFlightWatch(t, by) })
+	}
+}
+
+func testFlightWatch(t *testing.T, by string) {
 	base, err := benchProfiles(t.Context(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -163,13 +169,18 @@ func TestFlightWatch(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
 	b := &bencher{stderr: &log, o: Options{Flight: dir}, began: time.Now()}
-	stop := b.flightWatch(&benchChild{addr: strings.TrimPrefix(metrics.URL, "http://"), pprof: pprof}, time.Now())
+	l := &benchLoad{}
+	stop := b.flightWatch(&benchChild{addr: strings.TrimPrefix(metrics.URL, "http://"), pprof: pprof}, l, time.Now())
 	time.Sleep(benchFlightPoll + benchFlightPoll/2) // a poll with nothing slow
 	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
 		stop()
 		t.Fatalf("traces kept with no slow answer: %v", files)
 	}
-	slow.Add(1)
+	if by == "server" {
+		slow.Add(1)
+	} else {
+		l.slow.Add(1)
+	}
 	deadline := time.Now().Add(5 * benchFlightPoll)
 	var files []string
 	for len(files) == 0 && time.Now().Before(deadline) {
