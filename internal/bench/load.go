@@ -156,8 +156,9 @@ type benchLoad struct {
 	// answered counts every manifest answered 200, over all phases: the
 	// decisions the server must have stored.
 	answered atomic.Uint64
-	// slow counts the answers over benchFlightSlow from their due time, over
-	// all phases: the soak's flight recorder watches it (soak.go).
+	// slow counts the answers over benchFlightSlow from their due time, but
+	// in a run's first benchFlightSettle, over all phases: the soak's flight
+	// recorder watches it (soak.go).
 	slow atomic.Uint64
 }
 
@@ -332,7 +333,7 @@ func (l *benchLoad) run(ctx context.Context, d time.Duration, rate float64) benc
 					l.answered.Add(1)
 					lat := time.Since(due)
 					ph.latencies = append(ph.latencies, lat)
-					if lat > benchFlightSlow {
+					if lat > benchFlightSlow && due.Sub(start) > benchFlightSettle {
 						l.slow.Add(1)
 					}
 				}
