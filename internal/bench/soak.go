@@ -407,7 +407,7 @@ func (b *bencher) flightWatch(c *benchChild, l *benchLoad, start time.Time) (sto
 	if b.o.Flight == "" || c.pprof == "" {
 		return func() {}
 	}
-	res, err := http.Post("http://"+c.pprof+"/debug/flight", "", nil)
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Post("http://"+c.pprof+"/debug/flight", "", nil)
 	if err == nil {
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
