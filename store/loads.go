@@ -58,7 +58,23 @@ type roomLoads struct {
 	// dropped at a fresh clock is dropped for every later decision.
 	last uint64
 	seen bool
+	// merged is the latest t of another server's decision merged into
+	// the table while its session counted: a Steer decides after it
+	// (MergeLead).
+	merged uint64
 }
+
+// MergeLead is how far, in µs, past a Steer's instant another server's
+// decision may be for the Steer to be put after it. A decision counts the
+// sessions of the other servers' decisions merged before it, and the
+// auditor's recount replays a room's decisions by t (§9.2), so that each
+// must have a t above theirs, whatever the servers' clocks say (a Lamport
+// clock): Steer decides at one µs past the latest merged t, when that is
+// within MergeLead of its instant. A server whose clock runs further ahead
+// does not drag the others' decisions, and their windows (§5.1), after it;
+// its sessions count all the same, and the recount finds the disagreement
+// (SPEC-NOTES "A decision comes after the sessions it counts").
+const MergeLead = 1_000_000
 
 type liveSession struct {
 	session report.Session
@@ -93,6 +109,9 @@ func (l *MemLoads) room(id sig.Hash) *roomLoads {
 }
 
 // Steer reads the room's loads at now and records decide's choice (Loads).
+// It decides at now, or just after the room's latest instant (an earlier
+// Steer's, or a merged decision's within MergeLead) when that is not
+// before now.
 func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session report.Session, now uint64,
 	decide func(loads []uint32, at uint64) (first int, expires uint64, err error)) error {
 	if err := ctx.Err(); err != nil {
@@ -105,6 +124,9 @@ func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fit(n)
+	if r.merged >= now && r.merged-now < MergeLead && r.merged < 1<<64-1 {
+		now = r.merged + 1
+	}
 	if r.seen && now <= r.last {
 		if r.last == 1<<64-1 {
 			return fmt.Errorf("store: room %s's clock is at its end", room)
@@ -167,7 +189,9 @@ func (l *MemLoads) Unsteer(room sig.Hash, session report.Session, t uint64) Undo
 // decisions for one session the later t is the latest, whichever arrives
 // last (the audit's recount, issue 16, orders them so): a merge no later
 // than what the table holds changes nothing, and so does one for another
-// count of pathways than the table's (a server on another policy).
+// count of pathways than the table's (a server on another policy). A
+// Steer after a merge whose session counts decides after its t, when that
+// is within MergeLead of the Steer's instant.
 func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int, t, expires, now uint64) {
 	if n < 1 || n > 255 || first < 0 || first >= n {
 		return
@@ -184,6 +208,9 @@ func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int
 	r.expire(now)
 	if s, held := r.slot[session]; held && r.slots.at(s).t >= t {
 		return
+	}
+	if expires >= now && t > r.merged {
+		r.merged = t
 	}
 	r.set(session, uint8(first), t, expires, now, false)
 }

@@ -322,6 +322,45 @@ func TestLoadsMerge(t *testing.T) {
 	}
 }
 
+// TestLoadsAfterMerged (§9.2; SPEC-NOTES "A decision comes after the
+// sessions it counts"): a Steer that counts another server's merged
+// decision decides after its t, so that the recount's order by t puts it
+// after what it counted; within MergeLead (1 s) of the Steer's instant
+// only. The instants are chosen by hand around that bound.
+func TestLoadsAfterMerged(t *testing.T) {
+	l := NewLoads()
+	room := hash("after merged")
+	const now = 5_000_000
+	l.Merge(room, 2, session(1), 1, now+999_999, now+50_000_000, now) // a clock 999 999 µs ahead
+	seen, at := steerAt(t, l, room, 2, session(2), now, 0, now+60_000_000)
+	wantLoads(t, "the Steer after a merge 999 999 µs ahead", seen, 0, 1)
+	if at != now+1_000_000 {
+		t.Errorf("decided at %d after a merged t %d; want %d", at, now+999_999, now+1_000_000)
+	}
+	// Its own next Steer is after that one, though the clock says now+10.
+	if _, at := steerAt(t, l, room, 2, session(3), now+10, 0, now+60_000_000); at != now+1_000_001 {
+		t.Errorf("the next Steer decided at %d, want %d", at, now+1_000_001)
+	}
+	// A merge at exactly MergeLead past the Steer's instant is beyond it:
+	// counted, not followed. (Each merge is given an instant before the
+	// Steer's: a Steer at an instant the table was read at already decides
+	// one µs after it.)
+	const later = now + 2_000_000
+	l.Merge(room, 2, session(4), 1, later+1_000_000, later+50_000_000, later-10)
+	seen, at = steerAt(t, l, room, 2, session(5), later, 0, later+60_000_000)
+	wantLoads(t, "the Steer after a merge 1 s ahead", seen, 2, 2)
+	if at != later {
+		t.Errorf("decided at %d after a merged t 1 s ahead; want its own instant %d", at, later)
+	}
+	// A merged session that does not count (expired at the merge) moves
+	// nothing.
+	other := hash("after expired")
+	l.Merge(other, 2, session(1), 1, now+500, now+100, now+200)
+	if _, at := steerAt(t, l, other, 2, session(2), now+300, 0, now+60_000_000); at != now+300 {
+		t.Errorf("decided at %d after an expired merge; want %d", at, now+300)
+	}
+}
+
 // TestTableGrowsInPlace: a room's table grown past its first chunk moves
 // none of the sessions it holds, as a recount's millions (issue 30) or a
 // server gaining sessions grow it under the room's lock; and it counts

@@ -545,3 +545,43 @@ func TestSharedLog(t *testing.T) {
 		t.Errorf("the audit through server 1: %v\n%v", err, rep)
 	}
 }
+
+// §6, §9.2 (SPEC-NOTES "A decision comes after the sessions it counts"):
+// a decision is ordered after every other server's decision whose session
+// it counts, whatever the servers' clocks say, so that the auditor's
+// recount, which replays a room's decisions by (t, log, index), counts what
+// it stated. Here the room clock stands still, as two servers' clocks
+// disagree: b places ten new sessions at t0, t0+1, …, t0+9; a, once it
+// counts them, decides its first. On 9909ed0 a's decision had t0, before
+// all of b's in the recount's order, and stated the ten (the recount: 0).
+func TestSharedStoreDecisionAfterCounted(t *testing.T) {
+	es := sharedEnvs(t, scenario.Spec{Periods: 6}, 2)
+	a, b := es[0], es[1]
+	a.postRecords(a.sc.Records, http.StatusOK)
+	const theirs = 10
+	var last uint64
+	for range theirs {
+		d, _ := b.audit(b.steer("/v1/steer", nil))
+		last = max(last, d.T)
+	}
+	sum := func(ls []uint32) (n uint32) {
+		for _, l := range ls {
+			n += l
+		}
+		return n
+	}
+	within(t, 2*time.Second, "a counting b's sessions", func() bool { return sum(statusLoads(a.status())) == theirs })
+	d, _ := a.audit(a.steer("/v1/steer", nil))
+	var stated uint32
+	for _, p := range d.Pathways {
+		stated += p.Load
+	}
+	if stated != theirs || d.T <= last {
+		t.Errorf("a's decision at t %d states %d sessions; want b's %d, after b's last t %d", d.T, stated, theirs, last)
+	}
+	rep, err := audit.Run(context.Background(), client.New(), a.ts.URL, a.sc.Room.ID(), audit.Options{Workers: 4,
+		Recount: recount.Options{Staleness: 200_000}})
+	if err != nil || !rep.OK() || rep.Fetched != theirs+1 {
+		t.Errorf("the audit: %v\n%v", err, rep)
+	}
+}

@@ -11,9 +11,11 @@
 // decision states the counts at its T before it is itself recorded, so its
 // own session, when its previous decision is still live, is counted on that
 // decision's first pathway (§6.1). The server decides one request at a time
-// per room and gives each decision a T above the room's previous one, so
-// sorting a room's decisions by T (ties by their index in the log) replays
-// the order in which the server read and updated its table. At the first
+// per room and gives each decision a T above the room's previous one, and
+// above every other server's decision it counted (SPEC-NOTES "A decision
+// comes after the sessions it counts"), so sorting a room's decisions by T
+// (ties by their index in the log) replays the order in which the server
+// read and updated its table. At the first
 // decision whose policy's pathway ids, in order, are not the table's, the
 // table is emptied, as the server empties it when it installs such a policy
 // (SPEC-NOTES "A policy of other pathways resets the loads", "The loads survive a policy
