@@ -28,6 +28,11 @@ import (
 type MemLoads struct {
 	mu    sync.Mutex                              // serialises adding a room
 	rooms atomic.Pointer[map[sig.Hash]*roomLoads] // copied on write: read without a lock
+
+	// after counts the Steers decided after a merged decision's t, past
+	// their own instant; ahead those that counted a merged decision
+	// MergeLead or more past it (Clocks).
+	after, ahead atomic.Uint64
 }
 
 var _ Loads = (*MemLoads)(nil)
@@ -57,11 +62,14 @@ type roomLoads struct {
 	// Steer reads it later still, so that a session Snapshot or Sweep
 	// dropped at a fresh clock is dropped for every later decision.
 	last uint64
-	seen bool
 	// merged is the latest t of another server's decision merged into
-	// the table while its session counted: a Steer decides after it
-	// (MergeLead).
-	merged uint64
+	// the table while its session counted, when mergedSeen: a Steer
+	// decides after it (MergeLead).
+	merged           uint64
+	seen, mergedSeen bool
+	// The struct is 192 bytes, three cache lines, so that two rooms'
+	// tables never share one (TestRoomLoadsLines): at 200, two rooms
+	// steered on two cores took 50–88 ns a Steer against 34–51.
 }
 
 // MergeLead is how far, in µs, past a Steer's instant another server's
@@ -124,8 +132,13 @@ func (l *MemLoads) Steer(ctx context.Context, room sig.Hash, n int, session repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fit(n)
-	if r.merged >= now && r.merged-now < MergeLead && r.merged < 1<<64-1 {
-		now = r.merged + 1
+	if r.mergedSeen && r.merged >= now {
+		if r.merged-now < MergeLead && r.merged < 1<<64-1 {
+			now = r.merged + 1
+			l.after.Add(1)
+		} else {
+			l.ahead.Add(1)
+		}
 	}
 	if r.seen && now <= r.last {
 		if r.last == 1<<64-1 {
@@ -209,11 +222,18 @@ func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int
 	if s, held := r.slot[session]; held && r.slots.at(s).t >= t {
 		return
 	}
-	if expires >= now && t > r.merged {
-		r.merged = t
+	if expires >= now && (t > r.merged || !r.mergedSeen) {
+		r.merged, r.mergedSeen = t, true
 	}
 	r.set(session, uint8(first), t, expires, now, false)
 }
+
+// Clocks says how the other servers' clocks stood against this one's at
+// this table's Steers (MergeLead): how many decided after a merged
+// decision's t, past their own instant, and how many counted a merged
+// decision MergeLead or more past it, which the audit's recount places
+// after them (a clock that far ahead is the operator's to fix).
+func (l *MemLoads) Clocks() (after, ahead uint64) { return l.after.Load(), l.ahead.Load() }
 
 // Snapshot returns the room's loads at now, in a new slice.
 func (l *MemLoads) Snapshot(ctx context.Context, room sig.Hash, n int, now uint64) ([]uint32, error) {

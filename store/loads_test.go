@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/report"
@@ -358,6 +359,26 @@ func TestLoadsAfterMerged(t *testing.T) {
 	l.Merge(other, 2, session(1), 1, now+500, now+100, now+200)
 	if _, at := steerAt(t, l, other, 2, session(2), now+300, 0, now+60_000_000); at != now+300 {
 		t.Errorf("decided at %d after an expired merge; want %d", at, now+300)
+	}
+	// Two Steers were moved after a merged t (the second by it as well as
+	// by the first), and one counted a merged t a second ahead.
+	if after, ahead := l.Clocks(); after != 2 || ahead != 1 {
+		t.Errorf("Clocks: %d after, %d ahead; want 2 and 1", after, ahead)
+	}
+}
+
+// TestRoomLoadsLines: a room's table is a whole number of 64-byte cache
+// lines, and its size class the same size, so that the tables of two rooms
+// steered on two cores at once never share a line (the room lock and the
+// table's instant are written at every Steer). BenchmarkSteer's
+// parallel/room-each tripled when it grew to 200 bytes (size class 208).
+func TestRoomLoadsLines(t *testing.T) {
+	size := unsafe.Sizeof(roomLoads{})
+	// Go's size classes at and above 128 bytes up to 256 step by 16 or
+	// 32 (128, 144, 160, 176, 192, 208, 224, 240, 256): the multiples of
+	// 64 among them are classes of their own.
+	if size%64 != 0 || size > 256 {
+		t.Errorf("roomLoads is %d bytes: want a multiple of 64 no larger than 256", size)
 	}
 }
 

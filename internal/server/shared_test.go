@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,22 +72,42 @@ func openShared(t *testing.T, dsn string, first bool) *postgres.Store {
 // to one fresh PostgreSQL database, on one clock.
 func sharedEnvs(t *testing.T, spec scenario.Spec, n int) []*env {
 	t.Helper()
+	clock := newClock(t0)
+	clocks := make([]*atomic.Uint64, n)
+	for i := range clocks {
+		clocks[i] = clock
+	}
+	return sharedEnvsOn(t, spec, clocks, nil)
+}
+
+// sharedEnvsOn is sharedEnvs with a clock for each server, and the lines
+// each logs at info level and above in logs[i] when logs is given.
+func sharedEnvsOn(t *testing.T, spec scenario.Spec, clocks []*atomic.Uint64, logs []*lineLog) []*env {
+	t.Helper()
 	dsn := sharedPG(t).Database(t)
 	sc, err := scenario.Build(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := newClock(t0)
 	var es []*env
-	for i := range n {
+	for i, clock := range clocks {
 		st := openShared(t, dsn, i == 0)
-		loads, err := postgres.NewLoads(context.Background(), st, nil)
+		var log *slog.Logger
+		if logs != nil {
+			log = slog.New(logs[i])
+		}
+		loads, err := postgres.NewLoads(context.Background(), st, log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e := &env{t: t, sc: sc, mem: store.NewMemory(), shared: st, sharedLoads: loads, loads: store.NewLoads(), clock: clock}
 		e.st = &failStore{Store: e.mem}
-		e.start(func(c *Config) { c.Name = fmt.Sprintf("server-%d", i) })
+		e.start(func(c *Config) {
+			c.Name = fmt.Sprintf("server-%d", i)
+			if log != nil {
+				c.Logger = log
+			}
+		})
 		es = append(es, e)
 	}
 	return es
@@ -583,5 +605,80 @@ func TestSharedStoreDecisionAfterCounted(t *testing.T) {
 		Recount: recount.Options{Staleness: 200_000}})
 	if err != nil || !rep.OK() || rep.Fetched != theirs+1 {
 		t.Errorf("the audit: %v\n%v", err, rep)
+	}
+}
+
+// SPEC-NOTES "A decision comes after the sessions it counts": server b's
+// clock runs ahead of a's. Half a second ahead, a's decision is put just
+// after b's latest (waisteer_pg_loads_after_others_total); three seconds
+// ahead, beyond store.MergeLead, it is not (its window would move with b's
+// clock): a counts b's sessions all the same, says so in
+// waisteer_pg_loads_clock_behind_total and in one warning, and the audit
+// reports the loads it stated.
+func TestSharedStoreClockAhead(t *testing.T) {
+	ca, cb := newClock(t0), newClock(t0+500_000)
+	logs := []*lineLog{{}, {}}
+	es := sharedEnvsOn(t, scenario.Spec{Periods: 6}, []*atomic.Uint64{ca, cb}, logs)
+	a, b := es[0], es[1]
+	a.postRecords(a.sc.Records, http.StatusOK)
+	sum := func(ls []uint32) (n uint32) {
+		for _, l := range ls {
+			n += l
+		}
+		return n
+	}
+	steerB := func(k int) (last uint64) {
+		for range k {
+			d, _ := b.audit(b.steer("/v1/steer", nil))
+			last = max(last, d.T)
+		}
+		return last
+	}
+	last := steerB(3)
+	within(t, 2*time.Second, "a counting b's 3 sessions", func() bool { return sum(statusLoads(a.status())) == 3 })
+	d, _ := a.audit(a.steer("/v1/steer", nil))
+	if d.T != last+1 {
+		t.Errorf("a's decision with b half a second ahead: t %d, want b's latest %d + 1", d.T, last)
+	}
+	if got := metricLine(t, a, "waisteer_pg_loads_after_others_total"); got != "1" {
+		t.Errorf("waisteer_pg_loads_after_others_total %s, want 1", got)
+	}
+	// A second later on a's clock (past δ of every decision so far), b's
+	// is 3 s ahead of it.
+	ca.Store(t0 + 1_000_000)
+	cb.Store(t0 + 4_000_000)
+	steerB(3)
+	within(t, 2*time.Second, "a counting b's 6 sessions and its own", func() bool { return sum(statusLoads(a.status())) == 7 })
+	d, _ = a.audit(a.steer("/v1/steer", nil))
+	// (Its own clock's instant, one µs on: a's status read the table at
+	// that instant.)
+	if d.T != t0+1_000_001 {
+		t.Errorf("a's decision with b 3 s ahead: t %d, want its own clock's %d + 1", d.T, t0+1_000_000)
+	}
+	if got := metricLine(t, a, "waisteer_pg_loads_clock_behind_total"); got != "1" {
+		t.Errorf("waisteer_pg_loads_clock_behind_total %s, want 1", got)
+	}
+	within(t, 2*time.Second, "a's warning", func() bool {
+		var n int
+		for _, l := range logs[0].since(0) {
+			if strings.Contains(l, "clock is a second or more ahead") {
+				n++
+			}
+		}
+		return n == 1
+	})
+	rep, err := audit.Run(context.Background(), client.New(), a.ts.URL, a.sc.Room.ID(), audit.Options{Workers: 4,
+		Recount: recount.Options{Staleness: 200_000}})
+	// The audit reports a's last decision, which counted b's sessions
+	// of 3 s later; b's next decisions look late to it by as much, so
+	// that it may report them too.
+	reported := false
+	if err == nil && rep.Recount != nil {
+		for _, m := range rep.Recount.Loads {
+			reported = reported || m.Log == 1 && m.T == d.T
+		}
+	}
+	if err != nil || rep.OK() || !reported {
+		t.Errorf("the audit: want a's last decision's loads reported: %v\n%v", err, rep)
 	}
 }

@@ -362,6 +362,7 @@ func (l *Loads) run(ctx context.Context) {
 		}
 	}
 	waiting := func() bool { return !until.IsZero() && time.Now().Before(until) }
+	behind := clockWatch{l: l}
 	for {
 		select {
 		case <-ctx.Done():
@@ -375,6 +376,7 @@ func (l *Loads) run(ctx context.Context) {
 				continue
 			}
 			note(l.follow(ctx, f))
+			behind.check()
 		case <-prune.C:
 			// Schema 5's table of sessions is read by the first follow
 			// only, for the sessions it held live at the upgrade.
@@ -384,6 +386,29 @@ func (l *Loads) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// clockWatch logs, at most once every clockWarnEvery, that this server's
+// decisions counted sessions of another server's decisions a second or
+// more past their own t (store.MergeLead): the servers' clocks disagree by
+// that much, and the audit will report those decisions' loads.
+type clockWatch struct {
+	l      *Loads
+	seen   uint64 // the count of such decisions at the last line
+	warned time.Time
+}
+
+// clockWarnEvery is the least time between two of clockWatch's lines.
+const clockWarnEvery = time.Minute
+
+func (c *clockWatch) check() {
+	_, ahead := c.l.local.Clocks()
+	if ahead == c.seen || time.Since(c.warned) < clockWarnEvery {
+		return
+	}
+	c.l.log.Warn("sharing the loads: another server's clock is a second or more ahead of this one's; decisions counted its sessions before their own t, which the audit reports as loads that do not hold: check the servers' clocks",
+		"decisions", ahead-c.seen)
+	c.seen, c.warned = ahead, time.Now()
 }
 
 // The waits of the loops that retry the store (Loads.run, and the server's

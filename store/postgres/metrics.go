@@ -91,6 +91,11 @@ func (l *Loads) writeMetrics(b *bytes.Buffer) {
 	fmt.Fprintf(b, "waisteer_pg_loads_waits_total %d\n", l.waited.Load())
 	b.WriteString("# HELP waisteer_pg_loads_refused_total Decisions refused (503) because the shared table of loads was not current in time, or the database was down.\n# TYPE waisteer_pg_loads_refused_total counter\n")
 	fmt.Fprintf(b, "waisteer_pg_loads_refused_total %d\n", l.refused.Load())
+	after, ahead := l.local.Clocks()
+	b.WriteString("# HELP waisteer_pg_loads_after_others_total Decisions given a t past this server's clock, just after another server's decision whose session they counted (a Lamport clock: that server's clock is ahead, by under a second).\n# TYPE waisteer_pg_loads_after_others_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_loads_after_others_total %d\n", after)
+	b.WriteString("# HELP waisteer_pg_loads_clock_behind_total Decisions that counted another server's decision of a t a second or more past their own: that server's clock is that far ahead of this one's, and the audit places the decision before the session it counted.\n# TYPE waisteer_pg_loads_clock_behind_total counter\n")
+	fmt.Fprintf(b, "waisteer_pg_loads_clock_behind_total %d\n", ahead)
 	b.WriteString("# HELP waisteer_pg_loads_pending Sessions of this server's decisions not yet committed, which the others read with them.\n# TYPE waisteer_pg_loads_pending gauge\n")
 	fmt.Fprintf(b, "waisteer_pg_loads_pending %d\n", pending)
 }
