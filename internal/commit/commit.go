@@ -33,11 +33,18 @@ const commitTimeout = 5 * time.Second
 // ErrClosed is the error of a commit handed to a closed Decisions.
 var ErrClosed = errors.New("commit: closing")
 
+// ErrCounted is the error of a decision refused unwritten: it may have
+// counted the session of a decision that was not stored (Decisions.Undo).
+var ErrCounted = errors.New("commit: the decision may count a session whose decision was not stored")
+
 // Job is one decision waiting to be durable.
 type Job struct {
 	Evidence store.Evidence // the snapshot the decision names
 	Decision store.Decision
 	done     chan error // buffered: Decisions never waits on a request
+	// began and handed are when the request started deciding and handed
+	// the job over (monotonic ns, now): its loads were read between.
+	began, handed int64
 }
 
 // NewJob makes a job, to be reused for one decision after another.
@@ -65,6 +72,23 @@ func NewJob() Job { return Job{done: make(chan error, 1)} }
 type Decisions struct {
 	st  store.Store
 	log *slog.Logger
+
+	// Undo takes back, in the table of loads, the session of a decision
+	// that is not stored (store.Loads.Unsteer); set before Run, nil when
+	// there is none. §6 counts a session from its latest stored decision,
+	// and a decision states the loads it was decided with: one decided
+	// while another's session was counted, whose decision then was not
+	// stored, states a session the audit's recount (§9.2) never sees. So
+	// when a group fails, its sessions are taken back before its requests
+	// are answered, and every decision that may have been decided between
+	// one of those sessions' Steer and its Undo (began before the Undo,
+	// handed over after the Steer's request began) in the same room is
+	// refused unwritten (ErrCounted), and taken back in its turn.
+	Undo func(d *store.Decision)
+	// undone are the spans, per room, in which the sessions of decisions
+	// not stored were counted: Run's alone.
+	undone  []undoneSpan
+	refused atomic.Uint64 // decisions refused unwritten (ErrCounted)
 
 	batch    *web.Histogram // decisions per group
 	latency  *web.Histogram // a group's write
@@ -99,10 +123,80 @@ func NewDecisions(st store.Store, log *slog.Logger) *Decisions {
 // batchBounds are the upper bounds of the group sizes' buckets.
 var batchBounds = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
-// StartDeciding counts a request being decided, which a group waits for
-// (up to groupPatience) until it hands its job over (Commit) or gives up
-// (LeaveDeciding).
-func (c *Decisions) StartDeciding() { c.deciding.start() }
+// StartDeciding counts a request being decided into j, which a group
+// waits for (up to groupPatience) until it hands j over (Commit) or gives
+// up (LeaveDeciding). It is called before the request reads the table of
+// loads.
+func (c *Decisions) StartDeciding(j *Job) {
+	j.began = now()
+	c.deciding.start()
+}
+
+// epoch is now's origin: its readings are monotonic.
+var epoch = time.Now()
+
+// now is the time since epoch, ns.
+func now() int64 { return int64(time.Since(epoch)) }
+
+// undoneSpan is a room's span of time in which sessions of decisions not
+// stored were counted: from the earliest of those decisions' requests
+// began deciding until their sessions were taken back.
+type undoneSpan struct {
+	room     [32]byte
+	from, to int64
+}
+
+// undoneKeep is how long a span is kept: a request handed over longer
+// after it began than this was refused by its table of loads (whose waits
+// are bounded at a second) or its client long before.
+const undoneKeep = time.Minute
+
+// maxUndone bounds the spans kept; past it, the oldest are forgotten.
+const maxUndone = 256
+
+// counted reports whether j may have counted a session taken back: it
+// began deciding before one of its room's spans ended and was handed over
+// after that span began.
+func (c *Decisions) counted(j *Job) bool {
+	for i := range c.undone {
+		u := &c.undone[i]
+		if j.began < u.to && j.handed > u.from && u.room == j.Decision.Room {
+			return true
+		}
+	}
+	return false
+}
+
+// takeBack undoes the sessions of jobs, whose decisions are not stored,
+// and keeps the spans in which they were counted.
+func (c *Decisions) takeBack(jobs []*Job) {
+	if c.Undo != nil {
+		for _, j := range jobs {
+			c.Undo(&j.Decision)
+		}
+	}
+	to := now()
+	c.undone = slices.DeleteFunc(c.undone, func(u undoneSpan) bool { return to-u.to > int64(undoneKeep) })
+	for _, j := range jobs {
+		i := slices.IndexFunc(c.undone, func(u undoneSpan) bool { return u.to == to && u.room == j.Decision.Room })
+		if i < 0 {
+			c.undone = append(c.undone, undoneSpan{room: j.Decision.Room, from: j.began, to: to})
+		} else {
+			c.undone[i].from = min(c.undone[i].from, j.began)
+		}
+	}
+	if len(c.undone) > maxUndone {
+		c.undone = slices.Delete(c.undone, 0, len(c.undone)-maxUndone)
+	}
+}
+
+// refuse answers j, which may have counted a session taken back, without
+// writing it, and takes its own session back.
+func (c *Decisions) refuse(j *Job) {
+	c.refused.Add(1)
+	c.takeBack([]*Job{j})
+	j.done <- ErrCounted
+}
 
 // LeaveDeciding counts a request that started deciding and will hand
 // nothing over.
@@ -125,6 +219,8 @@ func (c *Decisions) WriteMetrics(b *bytes.Buffer) {
 	c.latency.Write(b, "waisteer_commit_duration_seconds", "")
 	b.WriteString("# HELP waisteer_commit_failures_total Group commits the store refused.\n# TYPE waisteer_commit_failures_total counter\n")
 	fmt.Fprintf(b, "waisteer_commit_failures_total %d\n", c.failures.Load())
+	b.WriteString("# HELP waisteer_commit_refused_total Decisions refused unwritten, since they may count the session of a decision whose group failed (§6: a session counts from a stored decision).\n# TYPE waisteer_commit_refused_total counter\n")
+	fmt.Fprintf(b, "waisteer_commit_refused_total %d\n", c.refused.Load())
 }
 
 // Commit hands a decision to the Decisions and waits until it is durable,
@@ -135,6 +231,7 @@ func (c *Decisions) WriteMetrics(b *bytes.Buffer) {
 // stored is answered and counted as stored, never as store_unavailable
 // (issue 14), and the job is free for reuse once commit returns.
 func (c *Decisions) Commit(_ context.Context, j *Job) error {
+	j.handed = now()
 	c.deciding.leave() // before the send, so that a lone request's group waits for none
 	if !c.in.send(j) {
 		return ErrClosed
@@ -159,12 +256,20 @@ func (c *Decisions) Run() {
 		if !ok {
 			return
 		}
-		group = append(group[:0], j)
-		open := c.in.gather(func(j *Job) bool {
+		group = group[:0]
+		add := func(j *Job) bool {
+			if len(c.undone) > 0 && c.counted(j) {
+				c.refuse(j) // at once: what it counted is taken back sooner
+				return false
+			}
 			group = append(group, j)
 			return len(group) >= maxGroup
-		}, c.deciding.since(), groupPatience, groupPoll, timer)
-		c.write(group)
+		}
+		add(j)
+		open := c.in.gather(add, c.deciding.since(), groupPatience, groupPoll, timer)
+		if len(group) > 0 {
+			c.write(group)
+		}
 		clear(group)
 		if !open {
 			return
@@ -190,6 +295,9 @@ func (c *Decisions) write(group []*Job) {
 		} else {
 			c.log.Log(context.Background(), again, "group commits durable again")
 		}
+	}
+	if err != nil {
+		c.takeBack(group)
 	}
 	for _, j := range group {
 		j.done <- err

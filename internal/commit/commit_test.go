@@ -1,10 +1,12 @@
 package commit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,16 +57,18 @@ func TestGroups(t *testing.T) {
 	defer c.Close()
 
 	first := make(chan error, 1)
-	c.StartDeciding()
-	go func() { first <- c.Commit(context.Background(), job(1)) }()
+	j1 := job(1)
+	c.StartDeciding(j1)
+	go func() { first <- c.Commit(context.Background(), j1) }()
 	waitFor(t, func() bool { return len(g.sizes()) == 1 })
 
 	// While the first write is held, five more are handed over.
 	var wg sync.WaitGroup
 	for i := range 5 {
-		c.StartDeciding()
+		j := job(byte(2 + i))
+		c.StartDeciding(j)
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = c.Commit(context.Background(), job(byte(2+i))) }()
+		go func() { defer wg.Done(); _ = c.Commit(context.Background(), j) }()
 	}
 	waitFor(t, func() bool { return len(c.in.ch) == 5 })
 	close(g.gate) // every write from now on returns at once
@@ -91,8 +95,9 @@ func TestFailing(t *testing.T) {
 	c := NewDecisions(g, quiet())
 	go c.Run()
 	for range 2 {
-		c.StartDeciding()
-		if err := c.Commit(context.Background(), job(1)); !errors.Is(err, bad) {
+		j := job(1)
+		c.StartDeciding(j)
+		if err := c.Commit(context.Background(), j); !errors.Is(err, bad) {
 			t.Fatalf("commit: %v, want the store's error", err)
 		}
 	}
@@ -102,8 +107,9 @@ func TestFailing(t *testing.T) {
 	g.mu.Lock()
 	g.fail = nil
 	g.mu.Unlock()
-	c.StartDeciding()
-	if err := c.Commit(context.Background(), job(2)); err != nil || c.Failing() {
+	j := job(2)
+	c.StartDeciding(j)
+	if err := c.Commit(context.Background(), j); err != nil || c.Failing() {
 		t.Fatalf("after the store is back: %v, failing %v", err, c.Failing())
 	}
 	c.Close()
@@ -119,5 +125,108 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// failFirstStore holds its first PutDecisions until gate is closed and
+// fails it; it keeps the digests of every later group, which it takes.
+type failFirstStore struct {
+	store.Store
+	gate    chan struct{}
+	mu      sync.Mutex
+	calls   int
+	written []sig.Hash
+}
+
+func (f *failFirstStore) PutDecisions(_ context.Context, _ []store.Evidence, ds []store.Decision) error {
+	f.mu.Lock()
+	f.calls++
+	first := f.calls == 1
+	if !first {
+		for _, d := range ds {
+			f.written = append(f.written, d.Digest)
+		}
+	}
+	f.mu.Unlock()
+	if first {
+		<-f.gate
+		return errors.New("disk full")
+	}
+	return nil
+}
+
+// TestCountedRefused (§6, §9.2; SPEC-NOTES "A decision that counted one
+// not stored is not stored"): when a group fails, its sessions are taken
+// back (Undo) before its requests are answered; a decision of the same
+// room that began deciding before that and was handed over after the
+// failed one began may have counted its session, and is refused unwritten
+// (ErrCounted) and taken back too; one of another room, or one that began
+// after the take-back, is written.
+func TestCountedRefused(t *testing.T) {
+	f := &failFirstStore{Store: store.NewMemory(), gate: make(chan struct{})}
+	c := NewDecisions(f, quiet())
+	var mu sync.Mutex
+	var undone []byte
+	c.Undo = func(d *store.Decision) {
+		mu.Lock()
+		undone = append(undone, d.Digest[0])
+		mu.Unlock()
+	}
+	go c.Run()
+	defer c.Close()
+	roomA, roomB := sig.Hash{0xa}, sig.Hash{0xb}
+	jobIn := func(n byte, room sig.Hash) *Job {
+		j := job(n)
+		j.Decision.Room = room
+		return j
+	}
+	commit := func(j *Job) chan error {
+		out := make(chan error, 1)
+		go func() { out <- c.Commit(context.Background(), j) }()
+		return out
+	}
+	p := jobIn(1, roomA)
+	c.StartDeciding(p)
+	pDone := commit(p)
+	waitFor(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.calls == 1 })
+	// Decided while p's group is being written: one of p's room, one of
+	// another.
+	same, other := jobIn(2, roomA), jobIn(3, roomB)
+	c.StartDeciding(same)
+	c.StartDeciding(other)
+	sameDone, otherDone := commit(same), commit(other)
+	waitFor(t, func() bool { return len(c.in.ch) == 2 })
+	close(f.gate)
+	if err := <-pDone; err == nil || errors.Is(err, ErrCounted) {
+		t.Errorf("the failed group's decision: %v, want the store's error", err)
+	}
+	if err := <-sameDone; !errors.Is(err, ErrCounted) {
+		t.Errorf("the decision of the same room decided meanwhile: %v, want ErrCounted", err)
+	}
+	if err := <-otherDone; err != nil {
+		t.Errorf("the decision of another room decided meanwhile: %v, want it stored", err)
+	}
+	// Begun after the take-back: written.
+	after := jobIn(4, roomA)
+	c.StartDeciding(after)
+	if err := c.Commit(context.Background(), after); err != nil {
+		t.Errorf("a decision begun after the take-back: %v, want it stored", err)
+	}
+	mu.Lock()
+	got := append([]byte(nil), undone...)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Errorf("taken back: %v, want [1 2] (the failed one, then the one that counted it)", got)
+	}
+	f.mu.Lock()
+	written := append([]sig.Hash(nil), f.written...)
+	f.mu.Unlock()
+	if len(written) != 2 || written[0][0] != 3 || written[1][0] != 4 {
+		t.Errorf("written: %v, want the other room's and the one begun after", written)
+	}
+	var b bytes.Buffer
+	c.WriteMetrics(&b)
+	if !strings.Contains(b.String(), "\nwaisteer_commit_refused_total 1\n") {
+		t.Errorf("metrics: want waisteer_commit_refused_total 1:\n%s", b.String())
 	}
 }

@@ -48,7 +48,7 @@ func BenchmarkHandOff(b *testing.B) {
 		wg.Go(func() {
 			j := NewJob()
 			for range per {
-				c.StartDeciding()
+				c.StartDeciding(&j)
 				if err := c.Commit(context.Background(), &j); err != nil {
 					b.Error(err)
 					return

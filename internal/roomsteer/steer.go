@@ -174,7 +174,7 @@ func (x *steering) decideLoads(loads []uint32, at uint64) (int, uint64, error) {
 // for it, inFlight) from here until it is handed to the committer, or
 // until decide fails.
 func (h *Room) decide(r *http.Request, q *report.Query, session report.Session, x *steering) (aerr *api.Error) {
-	h.d.Commits.StartDeciding()
+	h.d.Commits.StartDeciding(&x.job)
 	defer func() {
 		if aerr != nil {
 			h.d.Commits.LeaveDeciding()

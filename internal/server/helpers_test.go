@@ -47,6 +47,11 @@ type failStore struct {
 	delay                       atomic.Int64 // ns each PutDecisions and PutRecords takes, as a disk's fsync would
 	groups, decisions           atomic.Int64 // PutDecisions calls and the decisions they wrote
 	recordGroups, records       atomic.Int64 // PutRecords calls and the records they were given
+	// failHeld, when set, makes the next PutDecisions wait until the
+	// channel is closed and then fail: a group that fails after the
+	// requests after it were decided.
+	failHeld atomic.Pointer[chan struct{}]
+	held     atomic.Int64 // PutDecisions calls waiting on failHeld
 }
 
 var errDisk = errors.New("disk full")
@@ -57,6 +62,11 @@ func (f *failStore) PutDecisions(ctx context.Context, ev []store.Evidence, ds []
 		m[len(ds)]++ // a nil map: as a store's bug would panic
 	}
 	if f.failDecisions.Load() {
+		return errDisk
+	}
+	if held := f.failHeld.Swap(nil); held != nil {
+		f.held.Add(1)
+		<-*held
 		return errDisk
 	}
 	time.Sleep(time.Duration(f.delay.Load()))

@@ -167,6 +167,7 @@ func New(ctx context.Context, cfg Config, st store.Store, loads store.Loads) (*S
 	// What the group commits, the audit and the follower need is made
 	// first: the rooms are given them as they open.
 	s.commits = commit.NewDecisions(st, s.log)
+	s.commits.Undo = func(d *store.Decision) { loads.Unsteer(d.Room, d.Session, d.T) }
 	s.records = commit.NewRecords(st, s.log)
 	s.audit = audit.New(audit.Deps{Store: st, Rooms: auditRooms{s}, Policies: &s.policies, Fails: s.fails, Log: s.log})
 	s.follower = follow.New(followRooms{s}, st, s.log)

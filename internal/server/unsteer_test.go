@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/client"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/sig"
+	"github.com/waisteer/waisteer/verify/audit"
 )
 
 // TestSteerCommitFailsLoadsAsBefore (§6, issue 31's outage must-show: a
@@ -85,4 +87,55 @@ func sessionsIn(loads []uint32) (s uint32) {
 		s += l
 	}
 	return s
+}
+
+// TestSteerCountingAFailedDecision (§6, §9.2; SPEC-NOTES "A decision that
+// counted one not stored is not stored"): a request decided while an
+// earlier decision's group was being written counted that decision's
+// session; when the group fails, the session was never stored, so the
+// later decision's stated loads are not the recount's, and it is refused
+// too, though the store would take its group. On e3c4c5c it was stored
+// and answered, and the audit found its loads one session over.
+func TestSteerCountingAFailedDecision(t *testing.T) {
+	e := newEnv(t, scenario.Spec{Periods: 6}, true)
+	ctx := context.Background()
+	room := e.sc.Room.ID()
+	n := len(e.steer("/v1/steer", nil).Priority)
+	count := func() uint32 {
+		got, err := e.loads.Snapshot(ctx, room, n, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sessionsIn(got)
+	}
+	held := make(chan struct{})
+	e.st.failHeld.Store(&held)
+	get := func(out chan<- int) {
+		resp, err := e.ts.Client().Get(e.ts.URL + "/v1/steer")
+		if err != nil {
+			out <- 0
+			return
+		}
+		resp.Body.Close()
+		out <- resp.StatusCode
+	}
+	first, second := make(chan int, 1), make(chan int, 1)
+	go get(first)
+	within(t, 5*time.Second, "the first request's group held", func() bool { return e.st.held.Load() == 1 })
+	go get(second)
+	// The second is decided, counting the first's session, while the
+	// first's group is held.
+	within(t, 5*time.Second, "the second request counted", func() bool { return count() == 3 })
+	close(held)
+	if a, b := <-first, <-second; a != http.StatusServiceUnavailable || b != http.StatusServiceUnavailable {
+		t.Errorf("the failed group's request answered %d, the one that counted it %d; want 503 and 503", a, b)
+	}
+	if got := count(); got != 1 {
+		t.Errorf("%d sessions counted after the two refusals, want the one stored", got)
+	}
+	e.steer("/v1/steer", nil)
+	rep, err := audit.Run(ctx, client.New(), e.ts.URL, room, audit.Options{Workers: 4})
+	if err != nil || !rep.OK() || rep.Fetched != 2 {
+		t.Errorf("the audit: want its 2 decisions' claims to hold: %v\n%v", err, rep)
+	}
 }
