@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waisteer/waisteer/internal/guard"
+	"github.com/waisteer/waisteer/internal/sig"
 	"github.com/waisteer/waisteer/internal/web"
 	"github.com/waisteer/waisteer/store"
 )
@@ -142,7 +143,7 @@ func now() int64 { return int64(time.Since(epoch)) }
 // stored were counted: from the earliest of those decisions' requests
 // began deciding until their sessions were taken back.
 type undoneSpan struct {
-	room     [32]byte
+	room     sig.Hash
 	from, to int64
 }
 

@@ -15,9 +15,9 @@
 // above every other server's decision it counted (SPEC-NOTES "A decision
 // comes after the sessions it counts"), so sorting a room's decisions by T
 // (ties by their index in the log) replays the order in which the server
-// read and updated its table. At the first
-// decision whose policy's pathway ids, in order, are not the table's, the
-// table is emptied, as the server empties it when it installs such a policy
+// read and updated its table. At the first decision whose policy's pathway
+// ids, in order, are not the table's, the table is emptied, as the server
+// empties it when it installs such a policy
 // (SPEC-NOTES "A policy of other pathways resets the loads", "The loads survive a policy
 // of the same pathways").
 //
