@@ -156,9 +156,9 @@ type benchLoad struct {
 	// answered counts every manifest answered 200, over all phases: the
 	// decisions the server must have stored.
 	answered atomic.Uint64
-	// slow counts the answers over benchFlightSlow from their due time, but
-	// in a run's first benchFlightSettle, over all phases: the soak's flight
-	// recorder watches it (soak.go).
+	// slow counts the answers over benchFlightSlow from their due time,
+	// except those due in a run's first benchFlightSettle, over all phases:
+	// the soak's flight recorder watches it (soak.go).
 	slow atomic.Uint64
 }
 

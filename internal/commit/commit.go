@@ -178,12 +178,13 @@ func (c *Decisions) takeBack(jobs []*Job) {
 	}
 	to := now()
 	c.undone = slices.DeleteFunc(c.undone, func(u undoneSpan) bool { return to-u.to > int64(undoneKeep) })
+	fresh := len(c.undone) // this take-back's spans, one a room, from here
 	for _, j := range jobs {
-		i := slices.IndexFunc(c.undone, func(u undoneSpan) bool { return u.to == to && u.room == j.Decision.Room })
+		i := slices.IndexFunc(c.undone[fresh:], func(u undoneSpan) bool { return u.room == j.Decision.Room })
 		if i < 0 {
 			c.undone = append(c.undone, undoneSpan{room: j.Decision.Room, from: j.began, to: to})
 		} else {
-			c.undone[i].from = min(c.undone[i].from, j.began)
+			c.undone[fresh+i].from = min(c.undone[fresh+i].from, j.began)
 		}
 	}
 	if len(c.undone) > maxUndone {

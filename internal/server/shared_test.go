@@ -586,13 +586,7 @@ func TestSharedStoreDecisionAfterCounted(t *testing.T) {
 		d, _ := b.audit(b.steer("/v1/steer", nil))
 		last = max(last, d.T)
 	}
-	sum := func(ls []uint32) (n uint32) {
-		for _, l := range ls {
-			n += l
-		}
-		return n
-	}
-	within(t, 2*time.Second, "a counting b's sessions", func() bool { return sum(statusLoads(a.status())) == theirs })
+	within(t, 2*time.Second, "a counting b's sessions", func() bool { return sessionsIn(statusLoads(a.status())) == theirs })
 	d, _ := a.audit(a.steer("/v1/steer", nil))
 	var stated uint32
 	for _, p := range d.Pathways {
@@ -621,12 +615,6 @@ func TestSharedStoreClockAhead(t *testing.T) {
 	es := sharedEnvsOn(t, scenario.Spec{Periods: 6}, []*atomic.Uint64{ca, cb}, logs)
 	a, b := es[0], es[1]
 	a.postRecords(a.sc.Records, http.StatusOK)
-	sum := func(ls []uint32) (n uint32) {
-		for _, l := range ls {
-			n += l
-		}
-		return n
-	}
 	steerB := func(k int) (last uint64) {
 		for range k {
 			d, _ := b.audit(b.steer("/v1/steer", nil))
@@ -635,7 +623,7 @@ func TestSharedStoreClockAhead(t *testing.T) {
 		return last
 	}
 	last := steerB(3)
-	within(t, 2*time.Second, "a counting b's 3 sessions", func() bool { return sum(statusLoads(a.status())) == 3 })
+	within(t, 2*time.Second, "a counting b's 3 sessions", func() bool { return sessionsIn(statusLoads(a.status())) == 3 })
 	d, _ := a.audit(a.steer("/v1/steer", nil))
 	if d.T != last+1 {
 		t.Errorf("a's decision with b half a second ahead: t %d, want b's latest %d + 1", d.T, last)
@@ -648,7 +636,7 @@ func TestSharedStoreClockAhead(t *testing.T) {
 	ca.Store(t0 + 1_000_000)
 	cb.Store(t0 + 4_000_000)
 	steerB(3)
-	within(t, 2*time.Second, "a counting b's 6 sessions and its own", func() bool { return sum(statusLoads(a.status())) == 7 })
+	within(t, 2*time.Second, "a counting b's 6 sessions and its own", func() bool { return sessionsIn(statusLoads(a.status())) == 7 })
 	d, _ = a.audit(a.steer("/v1/steer", nil))
 	// (Its own clock's instant, one µs on: a's status read the table at
 	// that instant.)
