@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/waisteer/waisteer/internal/fastserve"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/server"
@@ -202,7 +203,7 @@ func startFront(t *testing.T, fs *frontSetup, originURL string, files bool) *fro
 		log.mu.Unlock()
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); fsrv.Serve(ln) }()
+	go func() { defer close(done); fsrv.Serve(fastserve.Listener(ln)) }() // as serve serves it
 	t.Cleanup(func() {
 		fsrv.Shutdown()
 		ln.Close()

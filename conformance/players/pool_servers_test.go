@@ -17,6 +17,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/waisteer/waisteer/internal/fastserve"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/pool"
 	"github.com/waisteer/waisteer/internal/server"
@@ -194,7 +195,7 @@ func startPoolServer(t *testing.T, log *hitLog, pcs []pool.Config, fc *server.Fr
 		players(c)
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); fs.Serve(ln) }()
+	go func() { defer close(done); fs.Serve(fastserve.Listener(ln)) }() // as serve serves it
 	t.Cleanup(func() {
 		fs.Shutdown()
 		ln.Close()

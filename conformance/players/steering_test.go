@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/waisteer/waisteer/evidence"
+	"github.com/waisteer/waisteer/internal/fastserve"
 	"github.com/waisteer/waisteer/internal/front/origin"
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/internal/server"
@@ -131,7 +132,7 @@ func startSteering(t *testing.T, log *hitLog, originURL string, sv *serving) *st
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10, Logger: logger})
 	fs.Handler = log.fastLogged("steer", fs.Handler)
 	done := make(chan struct{})
-	go func() { defer close(done); fs.Serve(ln) }()
+	go func() { defer close(done); fs.Serve(fastserve.Listener(ln)) }() // as serve serves it
 	t.Cleanup(func() {
 		fs.Shutdown()
 		ln.Close() // Shutdown closes it only once Serve has begun

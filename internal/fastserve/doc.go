@@ -7,7 +7,8 @@
 // It owns the engine: the handler around fasthttpadaptor (Handler), the
 // recovery of a panic as net/http ends such a request (the connection
 // closed with no answer), the fasthttp server's limits and its refusals
-// of what it cannot read (Limits, NewServer), and an http.ResponseWriter
+// of what it cannot read (Limits, NewServer), the listener that lets it
+// wait for a request in one read (Listener), and an http.ResponseWriter
 // onto a fasthttp response (Writer).
 //
 // It knows no route: a request that can be answered on fasthttp's own

@@ -123,7 +123,8 @@ func TestHandlerPanic(t *testing.T) {
 	}
 }
 
-// serve serves h by NewServer on a loopback listener until the test ends.
+// serve serves h by NewServer on a loopback listener of Listener, as
+// serve does, until the test ends.
 func serve(t *testing.T, h fasthttp.RequestHandler, maxBody int, l Limits) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -131,7 +132,7 @@ func serve(t *testing.T, h fasthttp.RequestHandler, maxBody int, l Limits) strin
 	}
 	fs := NewServer(h, maxBody, l)
 	done := make(chan struct{})
-	go func() { defer close(done); fs.Serve(ln) }()
+	go func() { defer close(done); fs.Serve(Listener(ln)) }()
 	t.Cleanup(func() {
 		fs.Shutdown()
 		ln.Close()

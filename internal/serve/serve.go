@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/waisteer/waisteer/internal/fastserve"
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/server"
 	"github.com/waisteer/waisteer/store"
@@ -282,6 +283,8 @@ func newFront(cfg *Config, srv *server.Server, logger *slog.Logger, ln net.Liste
 			tc := cfg.TLS.Clone()
 			tc.NextProtos = fastProtos
 			ln = tls.NewListener(ln, tc)
+		} else {
+			ln = fastserve.Listener(ln) // a request's wait in one read
 		}
 		// fasthttp's Shutdown closes only the listeners Serve has taken
 		// up, so the listener is closed here too: a Serve that had not

@@ -21,6 +21,7 @@ import (
 
 	"github.com/waisteer/waisteer/decision"
 	"github.com/waisteer/waisteer/internal/api"
+	"github.com/waisteer/waisteer/internal/fastserve"
 	"github.com/waisteer/waisteer/internal/fuzzing"
 	"github.com/waisteer/waisteer/internal/guard"
 	"github.com/waisteer/waisteer/internal/roomsteer"
@@ -190,7 +191,7 @@ func serveTest(t testing.TB, srv *Server) *testFront {
 	fs := srv.FastServer(FastLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10})
 	done := make(chan struct{})
-	go func() { defer close(done); fs.Serve(ln) }()
+	go func() { defer close(done); fs.Serve(fastserve.Listener(ln)) }() // as serve serves it
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	return &testFront{URL: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr}, close: func() {
 		tr.CloseIdleConnections()
