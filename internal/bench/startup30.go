@@ -110,8 +110,12 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 	rc.startup = st
 	st.decisions = uint64(rc.decisions)
 	spawned := time.Now().Add(-st.took)
-	if child.pprof != "" {
+	recountProfiled := make(chan struct{}) // closed once the recount's profile and trace are written
+	if child.pprof == "" {
+		close(recountProfiled)
+	} else {
 		go func() {
+			defer close(recountProfiled)
 			file := filepath.Join(b.o.Profile, "cpu-recount.pprof")
 			if err := benchFetch(child.pprof, "/debug/pprof/profile?seconds=5", file); err != nil {
 				b.logf("profile of the recount: %v", err)
@@ -155,8 +159,11 @@ func (b *bencher) bigStartup(ctx context.Context, rate float64) (*benchRecount, 
 	rc.during.pct = [3]time.Duration{quantile(rc.during.latencies, 0.5), quantile(rc.during.latencies, 0.99), quantile(rc.during.latencies, 0.999)}
 	// As long after as it ran, up to 30 s (and at least -d), by fresh
 	// players too: each begins with a new session, as those of the phase
-	// while it ran.
+	// while it ran. A recount shorter than its profile (-quick's) is
+	// profiled to the profile's end first: the process takes one CPU
+	// profile at a time, and the child must outlive the trace.
 	l.close()
+	<-recountProfiled
 	l = newBenchLoad(child.addr, r.path, r.ids, r.initial, b.o.halfConns(), b.o.Players)
 	afterFor := max(min(rc.during.elapsed, 30*time.Second), b.o.Duration)
 	profiled := b.profile(child, "after-recount", afterFor, false)
