@@ -147,10 +147,17 @@ func newPoolEnv(t testing.TB, token string, pools ...pool.Config) *poolEnv {
 // newPoolEnvOn is newPoolEnv on a store and table of loads of the test's.
 func newPoolEnvOn(t testing.TB, st store.Store, loads store.Loads, token string, pools ...pool.Config) *poolEnv {
 	t.Helper()
+	return newPoolEnvWith(t, st, loads, nil, token, pools...)
+}
+
+// newPoolEnvWith is newPoolEnvOn on a room clock of the test's (nil: the
+// time now).
+func newPoolEnvWith(t testing.TB, st store.Store, loads store.Loads, clock func() uint64, token string, pools ...pool.Config) *poolEnv {
+	t.Helper()
 	noPanics(t)
 	e := &poolEnv{t: t, logs: &syncBuffer{}}
 	srv, err := New(context.Background(), Config{
-		Pools: pools, OperatorToken: token,
+		Pools: pools, OperatorToken: token, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, st, loads)
 	if err != nil {

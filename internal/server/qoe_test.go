@@ -15,6 +15,7 @@ import (
 	"github.com/waisteer/waisteer/internal/scenario"
 	"github.com/waisteer/waisteer/policy"
 	"github.com/waisteer/waisteer/report/qoe"
+	"github.com/waisteer/waisteer/store"
 )
 
 // qoePool is a pool of two declared pathways of equal weight with QoE: the
@@ -182,7 +183,11 @@ func countFirst(ms []*poolManifest, id string) int {
 // body and request is refused or ignored with a counted reason, and none
 // of them moves a cohort.
 func TestReportsRoute(t *testing.T) {
-	e := newPoolEnv(t, testToken, qoePool())
+	// The room clock stands still: an address's budget of reports refills
+	// with it, and the flood below must not depend on how fast the
+	// machine posts.
+	t0 := uint64(time.Now().UnixMicro())
+	e := newPoolEnvWith(t, store.NewMemory(), store.NewLoads(), func() uint64 { return t0 }, testToken, qoePool())
 	post := func(body, ct string) (int, string) {
 		t.Helper()
 		h := http.Header{"X-Region": {"fra"}}
