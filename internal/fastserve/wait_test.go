@@ -163,17 +163,9 @@ func TestListenerServes(t *testing.T) {
 	h := func(c *fasthttp.RequestCtx) {
 		fmt.Fprintf(c, "%s %d", c.Path(), len(c.Request.Header.Peek("X-Long")))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := NewServer(h, 1024, Limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+	addr := serve(t, h, 1024, Limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: 200 * time.Millisecond, MaxHeaderBytes: 64 << 10, Logger: discard()})
-	done := make(chan struct{})
-	go func() { defer close(done); fs.Serve(Listener(ln)) }()
-	t.Cleanup(func() { fs.Shutdown(); ln.Close(); <-done })
-
-	nc, err := net.Dial("tcp", ln.Addr().String())
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,9 @@ package serve_test
 
 import (
 	"bufio"
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,34 +17,9 @@ import (
 // 300 ms; it returns the address.
 func startPlain(t *testing.T, engine string) string {
 	t.Helper()
-	dir := t.TempDir()
 	doc := "listen = \"127.0.0.1:0\"\n[http]\nengine = \"" + engine + "\"\nread_header_timeout = \"300ms\"\nidle_timeout = \"300ms\"\n" +
 		"[steering]\n[[steering.edges]]\npathway = \"a\"\n[[steering.edges]]\npathway = \"b\"\n"
-	name := filepath.Join(dir, "serve.toml")
-	writeFile(t, name, doc)
-	cfg, err := serve.Load(name, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(&lockedLog{}, nil))
-	cfg.Server.Logger = logger
-	ctx, cancel := context.WithCancel(context.Background())
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve.Run(ctx, nil, logger, cfg, func(u string) { urls <- u }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	select {
-	case u := <-urls:
-		return strings.TrimPrefix(u, "http://")
-	case err := <-done:
-		t.Fatal(err)
-	}
-	return ""
+	return strings.TrimPrefix(runServe(t, t.TempDir(), doc, &lockedLog{}), "http://")
 }
 
 // closedWithin reports how long c took to be closed by the server (its

@@ -44,14 +44,23 @@ func startTLS(t *testing.T, engine string) (*tlsServer, *testca.Leaf) {
 	}
 	doc := "listen = \"127.0.0.1:0\"\n[http]\nengine = \"" + engine + "\"\ncert = \"cert.pem\"\nkey = \"key.pem\"\n" +
 		"[steering]\n[[steering.edges]]\npathway = \"a\"\n[[steering.edges]]\npathway = \"b\"\n"
+	s := &tlsServer{dir: dir, ca: ca, logs: &lockedLog{}}
+	s.url = runServe(t, dir, doc, s.logs)
+	return s, leaf
+}
+
+// runServe writes doc into dir as serve.toml and serves it as `waisteer
+// serve` does (serve.Run, which reloads on SIGHUP), logging into logs,
+// until the test ends; it returns the server's URL.
+func runServe(t *testing.T, dir, doc string, logs io.Writer) string {
+	t.Helper()
 	name := filepath.Join(dir, "serve.toml")
 	writeFile(t, name, doc)
 	cfg, err := serve.Load(name, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &tlsServer{dir: dir, ca: ca, logs: &lockedLog{}}
-	logger := slog.New(slog.NewTextHandler(s.logs, nil))
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	cfg.Server.Logger = logger
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
@@ -64,11 +73,12 @@ func startTLS(t *testing.T, engine string) (*tlsServer, *testca.Leaf) {
 		}
 	})
 	select {
-	case s.url = <-urls:
+	case u := <-urls:
+		return u
 	case err := <-done:
 		t.Fatal(err)
 	}
-	return s, leaf
+	return ""
 }
 
 // client is an HTTPS client that trusts the test CA alone, with tc's
