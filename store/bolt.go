@@ -42,9 +42,12 @@ var (
 
 // fileFormat is the file's format, in meta's "format". Format 1 kept the
 // records by digest; Open moves them to rows keyed by end and digest
-// (bolt_records.go), in the transaction that opens the file. A file of
-// format 2 does not open in a server of format 1, which refuses it.
-const fileFormat = 2
+// (bolt_records.go), in the transaction that opens the file. Format 2 kept
+// the runs of the indexes by digest an entry per key; format 3 writes
+// them in blocks (index.go, runBlock) and reads both, so a file of format
+// 2 is opened as it is, its runs of entries merged into blocks in time. A
+// server refuses a file of a format after its own.
+const fileFormat = 3
 
 // appendFill is the fill of buckets whose keys mostly arrive in ascending
 // order (decisions by t, snapshot bodies by id): a page split then leaves
@@ -86,7 +89,7 @@ type Option func(*options)
 type options struct {
 	pruneChunk  int
 	openTimeout time.Duration
-	index       digestIndex // its settings: flush, margin, fanIn, budget
+	index       digestIndex // its settings: flush, margin, fanIn, budget, block
 	logFlush    int
 	// noFreelistSync is bbolt's NoFreelistSync, for the measures of
 	// issue 30 (export_test.go): see Open.
@@ -158,6 +161,7 @@ var _ Store = (*Bolt)(nil)
 func Open(path string, opts ...Option) (*Bolt, error) {
 	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, journalRegion: defaultJournalRegion, initialMap: defaultInitialMap}
 	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
+	o.index.block = runBlock
 	for _, f := range opts {
 		f(&o)
 	}
@@ -185,9 +189,9 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	}
 	s := &Bolt{db: db, chunk: o.pruneChunk, contexts: map[decisionContext]uint64{}, contextIDs: map[uint64]decisionContext{}}
 	s.ix.names = decisionIndex
-	s.ix.flush, s.ix.margin, s.ix.fanIn, s.ix.budget = o.index.flush, o.index.margin, o.index.fanIn, o.index.budget
+	s.ix.flush, s.ix.margin, s.ix.fanIn, s.ix.budget, s.ix.block = o.index.flush, o.index.margin, o.index.fanIn, o.index.budget, o.index.block
 	s.rx.names = recordIndex
-	s.rx.flush, s.rx.fanIn, s.rx.budget = o.index.flush, o.index.fanIn, o.index.budget
+	s.rx.flush, s.rx.fanIn, s.rx.budget, s.rx.block = o.index.flush, o.index.fanIn, o.index.budget, o.index.block
 	s.lg.flush, s.lg.margin = o.logFlush, o.index.margin
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
@@ -204,8 +208,9 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 			if migrated, err = migrateRecords(tx); err != nil {
 				return fmt.Errorf("store: %s: moving its records to format %d: %w", path, fileFormat, err)
 			}
+		case len(v) == 1 && v[0] == 2:
 		case len(v) != 1 || v[0] != fileFormat:
-			return fmt.Errorf("store: %s has format %x, not 1 or %d", path, v, fileFormat)
+			return fmt.Errorf("store: %s has format %x, not 1, 2 or %d", path, v, fileFormat)
 		}
 		if err := meta.Put(metaFormat, []byte{fileFormat}); err != nil {
 			return err

@@ -286,7 +286,7 @@ func format1File(t *testing.T, path string, ev []Evidence, ds []Decision, rs []R
 // transaction that opens it, and read as they were written, by digest and
 // by room and end, through one run of the index at the level merges
 // would have given it; its decisions read as before;
-// the file is of format 2 and opens again; its invariants hold
+// the file is of the current format (fileFormat) and opens again; its invariants hold
 // (openTestBolt). Issue 30.
 func TestOpenMovesFormat1Records(t *testing.T) {
 	const sec = 1_000_000
@@ -327,7 +327,7 @@ func TestOpenMovesFormat1Records(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref.check(t, s, nil, rooms, []uint64{0})
-	// Written on as any file of format 2.
+	// Written on as any file of the current format.
 	more := recordAt(rooms[1], 9, first+3600*sec, 1)
 	if _, err := s.PutRecords(bg, []Record{more}); err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestOpenFormat1Refused(t *testing.T) {
 		if tx.Bucket(bucketRecordRows) != nil {
 			return errors.New("a refused migration left rows")
 		}
-		return tx.Bucket(bucketMeta).Put(metaFormat, []byte{3})
+		return tx.Bucket(bucketMeta).Put(metaFormat, []byte{fileFormat + 1})
 	})
 	db.Close()
 	if err != nil {
@@ -379,6 +379,6 @@ func TestOpenFormat1Refused(t *testing.T) {
 	}
 	if s, err := Open(path); err == nil {
 		s.Close()
-		t.Fatal("a file of format 3 opened")
+		t.Fatalf("a file of format %d opened", fileFormat+1)
 	}
 }

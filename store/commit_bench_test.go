@@ -182,10 +182,10 @@ func BenchmarkGroupCommitLarge(b *testing.B) {
 	const size = 32
 	base, ev := roomRows(b)
 	for _, fanIn := range []int{defaultIndexFanIn, 16} {
-		opt := withIndex(defaultIndexFlush, defaultIndexMargin, fanIn, defaultIndexBudget)
+		opt := []Option{withIndex(defaultIndexFlush, defaultIndexMargin, fanIn, defaultIndexBudget), withRunBlock(runBlock)}
 		path := filepath.Join(b.TempDir(), "large.db")
-		fillStore(b, path, *largeStore, opt)
-		s := openTestBolt(b, path, opt)
+		fillStore(b, path, *largeStore, opt...)
+		s := openTestBolt(b, path, opt...)
 		s.db.NoSync = true
 		g := make([]Decision, size)
 		next := uint64(*largeStore)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -337,11 +338,43 @@ func indexInvariants(tx *bolt.Tx, s *Bolt, ix *digestIndex) error {
 		if sub == nil {
 			return fmt.Errorf("run %d is listed, not held", r.id)
 		}
-		n := uint64(0)
-		err = sub.ForEach(func(k, v []byte) error {
+		// Its entries ascend, each in the run's span.
+		n, last := uint64(0), []byte(nil)
+		c := runCursor{c: sub.Cursor()}
+		for err = c.first(); err == nil && c.d != nil; err = c.next() {
 			n++
-			if t := binary.BigEndian.Uint64(v); len(k) != sig.HashSize || t < r.tmin || t > r.tmax {
-				return fmt.Errorf("run %d holds %x at %d, outside [%d, %d]", r.id, k, t, r.tmin, r.tmax)
+			t, err := c.entryT()
+			if err != nil {
+				return err
+			}
+			if t < r.tmin || t > r.tmax {
+				return fmt.Errorf("run %d holds %x at %d, outside [%d, %d]", r.id, c.d, t, r.tmin, r.tmax)
+			}
+			if last != nil && bytes.Compare(last, c.d) >= 0 {
+				return fmt.Errorf("run %d holds %x after %x", r.id, c.d, last)
+			}
+			last = append(last[:0], c.d...)
+		}
+		if err != nil {
+			return err
+		}
+		// Its blocks all hold as many entries as the first (the block
+		// size it was written with, which need not be this store's), but
+		// the last, which may hold fewer.
+		size, short := 0, false
+		err = sub.ForEach(func(k, v []byte) error {
+			if len(v) == 8 {
+				return nil // an entry of format 2
+			}
+			switch {
+			case short:
+				return fmt.Errorf("run %d holds a block after a short one (of blocks of %d entries)", r.id, size)
+			case size == 0:
+				size = len(v) / indexEntrySize
+			case len(v) > size*indexEntrySize:
+				return fmt.Errorf("run %d holds a block of %d bytes after blocks of %d entries", r.id, len(v), size)
+			case len(v) < size*indexEntrySize:
+				short = true
 			}
 			return nil
 		})

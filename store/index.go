@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,7 +28,10 @@ import (
 //     cut (a margin behind the latest t, so that a decision still on its
 //     way to the committer does not arrive behind the watermark) are
 //     written, sorted by digest, as a new run, a nested bucket written
-//     sequentially and packed full; the watermark moves to the cut;
+//     sequentially and packed full; the watermark moves to the cut. A run
+//     is written in blocks of up to runBlock entries, each under the
+//     digest of its first entry: a bbolt Put per entry (a search from the
+//     root, a node grown by one) was most of a merge's cost;
 //   - merges: when a level holds fanIn runs, they are merged into one run
 //     of the next level, a bounded number of entries in each group commit,
 //     so that each entry is written again once per level;
@@ -92,6 +96,14 @@ const (
 	indexEntrySize = sig.HashSize + 8
 )
 
+// runBlock is the most entries of a block of a run. A run's items are
+// blocks (format 3): the digest of the block's first entry → its entries,
+// digest ‖ t u64 BE each, ascending; or, in a run written by format 2,
+// entries alone: digest → t u64 BE. Both are read; only blocks are
+// written. A block of 96 (3 840 bytes, its digest and its element's
+// header, 3 888) and a page's header (16) fill a page of 4 KiB.
+const runBlock = 96
+
 // runInfo is a registered run.
 type runInfo struct {
 	id         uint64
@@ -130,6 +142,7 @@ type digestIndex struct {
 	margin     uint64 // µs behind the latest t that a flush leaves in the tail
 	fanIn      int
 	budget     int             // the least entries of merges a group commit writes
+	block      int             // the most entries of a block of a run written (runBlock)
 	sinceFlush int             // rows added to the tail since the last run was cut, about
 	runs       []runInfo       // registered, in ascending id
 	merges     []*runMerge     // under way, at most one per level
@@ -141,25 +154,117 @@ type digestIndex struct {
 	// slices given to Put until the transaction ends, and none after, so
 	// each is reused from one transaction to the next.
 	entries [][indexEntrySize]byte // cut's entries, sorted in place
-	arena   []byte                 // the merges' output entries
+	blocks  []byte                 // the blocks of the runs cut
+	arena   []byte                 // the merges' output blocks
 	ids     []uint64               // merge's free runs of a level
 	steps   []*runMerge            // merge's merges of the transaction
-	heads   []mergeHead            // step's inputs
+	heads   []runCursor            // step's inputs
 }
 
-// mergeHead is an input of a merge: its cursor and its next entry.
-type mergeHead struct {
-	c    *bolt.Cursor
-	k, v []byte
+// runCursor reads a run's entries in ascending order of digest, from its
+// items of either form (runBlock): d and t are the entry at the cursor, d
+// nil past the last; block is the rest of the block read, from that entry
+// on (empty for an item that is an entry alone).
+type runCursor struct {
+	c     *bolt.Cursor
+	block []byte
+	d, t  []byte
 }
 
-// runMerge is a merge under way: its inputs, its output, and the last
-// digest written to the output.
+// load reads the item k, v (nil k: past the last) and sets the cursor at
+// its first entry.
+func (r *runCursor) load(k, v []byte) error {
+	r.block, r.d, r.t = nil, nil, nil
+	switch {
+	case k == nil:
+		return nil
+	case len(k) != sig.HashSize:
+		return fmt.Errorf("store: a key of %d bytes in a run of the index", len(k))
+	case len(v) == 8:
+		r.d, r.t = k, v
+		return nil
+	case len(v) == 0 || len(v)%indexEntrySize != 0:
+		return fmt.Errorf("store: an item of %d bytes in a run of the index", len(v))
+	case !bytes.Equal(k, v[:sig.HashSize]):
+		return fmt.Errorf("store: a block of the index under %x begins with %x", k, v[:sig.HashSize])
+	}
+	r.block = v
+	r.d, r.t = v[:sig.HashSize], v[sig.HashSize:indexEntrySize]
+	return nil
+}
+
+// first sets the cursor at the run's first entry.
+func (r *runCursor) first() error { return r.load(r.c.First()) }
+
+// next moves the cursor to the next entry.
+func (r *runCursor) next() error {
+	if len(r.block) > indexEntrySize {
+		r.block = r.block[indexEntrySize:]
+		r.d, r.t = r.block[:sig.HashSize], r.block[sig.HashSize:indexEntrySize]
+		return nil
+	}
+	if r.d == nil {
+		return nil
+	}
+	return r.load(r.c.Next())
+}
+
+// seek sets the cursor at the first entry whose digest is at least x, or,
+// with after, greater than x.
+func (r *runCursor) seek(x []byte, after bool) error {
+	// The item under x, or else the one before it, which may hold x.
+	k, v := r.c.Seek(x)
+	switch {
+	case k == nil:
+		k, v = r.c.Last()
+	case !bytes.Equal(k, x):
+		if pk, pv := r.c.Prev(); pk != nil {
+			k, v = pk, pv
+		} else {
+			k, v = r.c.First()
+		}
+	}
+	if err := r.load(k, v); err != nil {
+		return err
+	}
+	past := func(d []byte) bool { c := bytes.Compare(d, x); return c > 0 || c == 0 && !after }
+	if n := len(r.block) / indexEntrySize; n > 1 {
+		// Within a block, by bisection; past its last entry, on.
+		i := sort.Search(n, func(i int) bool { return past(r.block[i*indexEntrySize : i*indexEntrySize+sig.HashSize]) })
+		if i == n {
+			if err := r.load(r.c.Next()); err != nil {
+				return err
+			}
+		} else {
+			r.block = r.block[i*indexEntrySize:]
+			r.d, r.t = r.block[:sig.HashSize], r.block[sig.HashSize:indexEntrySize]
+		}
+	}
+	for r.d != nil && !past(r.d) {
+		if err := r.next(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entryT is the entry's t, checked to be of 8 bytes.
+func (r *runCursor) entryT() (uint64, error) {
+	if len(r.t) != 8 {
+		return 0, fmt.Errorf("store: an entry of %d and %d bytes in a run of the index", len(r.d), len(r.t))
+	}
+	return binary.BigEndian.Uint64(r.t), nil
+}
+
+// runMerge is a merge under way: its inputs, its output, the last digest
+// read from the inputs, and the output's entries not yet written, fewer
+// than a block's.
 type runMerge struct {
 	level      uint8
 	inputs     []uint64
 	out        uint64
 	last       []byte
+	block      []byte
 	count      uint64
 	tmin, tmax uint64
 }
@@ -283,11 +388,16 @@ func (n *indexNames) lookup(tx *bolt.Tx, digest sig.Hash) (uint64, bool, error) 
 		if sub == nil {
 			return 0, false, fmt.Errorf("store: run %x of the %ss' index is listed but not held", k, n.what)
 		}
-		if v := sub.Get(digest[:]); v != nil {
-			if len(v) != 8 {
-				return 0, false, fmt.Errorf("store: %s %s's t has %d bytes in run %x", n.what, digest, len(v), k)
+		r := runCursor{c: sub.Cursor()}
+		if err := r.seek(digest[:], false); err != nil {
+			return 0, false, fmt.Errorf("%w (run %x of the %ss' index)", err, k, n.what)
+		}
+		if r.d != nil && bytes.Equal(r.d, digest[:]) {
+			t, err := r.entryT()
+			if err != nil {
+				return 0, false, fmt.Errorf("%w (run %x of the %ss' index)", err, k, n.what)
 			}
-			return binary.BigEndian.Uint64(v), true, nil
+			return t, true, nil
 		}
 	}
 	if n.pending != nil {
@@ -423,13 +533,18 @@ func (ix *digestIndex) writeRun(tx *bolt.Tx, ch *indexChange, entries [][indexEn
 	sub := tx.Bucket(n.runs).Bucket(r.key())
 	sub.FillPercent = 1 // written in ascending order, never inserted into
 	r.tmin, r.tmax = ^uint64(0), 0
+	w := blockWriter{b: sub, size: ix.block, buf: ix.blocks[:0]}
+	defer func() { ix.blocks = w.buf[:0] }()
 	for i := range entries {
 		e := entries[i][:]
-		if err := sub.Put(e[:sig.HashSize], e[sig.HashSize:]); err != nil {
+		if err := w.add(e[:sig.HashSize], e[sig.HashSize:]); err != nil {
 			return err
 		}
 		t := binary.BigEndian.Uint64(e[sig.HashSize:])
 		r.tmin, r.tmax = min(r.tmin, t), max(r.tmax, t)
+	}
+	if err := w.flush(); err != nil {
+		return err
 	}
 	r.count = uint64(count)
 	if err := tx.Bucket(n.runList).Put(r.key(), r.value()); err != nil {
@@ -438,6 +553,56 @@ func (ix *digestIndex) writeRun(tx *bolt.Tx, ch *indexChange, entries [][indexEn
 	ch.flushed = count
 	ch.runs = append(ch.runs, r)
 	return nil
+}
+
+// blockWriter writes a run's entries, given in ascending order of digest,
+// as blocks of size entries (the last may hold fewer), into buf: bbolt
+// holds a block's bytes until the transaction ends, so a block given to
+// it is never written over (appending past it, or into a new array, does
+// not), and buf is reused only in a later transaction. The block being
+// filled begins at open.
+type blockWriter struct {
+	b    *bolt.Bucket
+	size int // entries a block
+	buf  []byte
+	open int
+}
+
+// resume makes entries (a block's worth at most, carried from an earlier
+// transaction) the start of the block being filled.
+func (w *blockWriter) resume(entries []byte) {
+	w.open = len(w.buf)
+	w.buf = append(w.buf, entries...)
+}
+
+// add appends the entry d ‖ t, and writes the block once it is full.
+func (w *blockWriter) add(d, t []byte) error {
+	w.buf = append(append(w.buf, d...), t...)
+	if len(w.buf)-w.open < w.size*indexEntrySize {
+		return nil
+	}
+	return w.flush()
+}
+
+// flush writes the block being filled, if it holds an entry.
+func (w *blockWriter) flush() error {
+	if len(w.buf) == w.open {
+		return nil
+	}
+	block := w.buf[w.open:len(w.buf):len(w.buf)]
+	w.open = len(w.buf)
+	return w.b.Put(block[:sig.HashSize], block)
+}
+
+// carry takes the entries of the block being filled out of w, as a copy
+// of their own, unwritten.
+func (w *blockWriter) carry() []byte {
+	if len(w.buf) == w.open {
+		return nil
+	}
+	entries := slices.Clone(w.buf[w.open:])
+	w.buf = w.buf[:w.open]
+	return entries
 }
 
 // newRun makes an empty run's bucket, not yet registered.
@@ -506,10 +671,10 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 	slices.SortFunc(merges, func(a, b *runMerge) int { return int(a.level) - int(b.level) })
 	var open []*runMerge
 	list := tx.Bucket(ix.names.runList)
-	// The merges' entries, in one buffer for the transaction: bbolt holds
+	// The merges' blocks, in one buffer for the transaction: bbolt holds
 	// each until it commits.
 	arena := ix.arena[:0]
-	if need := budget * indexEntrySize; cap(arena) < need {
+	if need := (budget + ix.block) * indexEntrySize; cap(arena) < need {
 		arena = make([]byte, 0, need)
 	}
 	defer func() { ix.arena = arena[:0] }()
@@ -518,7 +683,7 @@ func (ix *digestIndex) merge(tx *bolt.Tx, ch *indexChange, budget int) error {
 			open = append(open, m)
 			continue
 		}
-		done, n, err := m.step(tx, ix.names, budget, ix.pruned, &arena, &ix.heads)
+		done, n, err := m.step(tx, ix.names, budget, ix.block, ix.pruned, &arena, &ix.heads)
 		if err != nil {
 			return err
 		}
@@ -557,7 +722,10 @@ func (m *runMerge) copy() *runMerge {
 // step writes at most budget entries of the merge to its output, in
 // ascending order of digest, leaving out those of decisions pruned, and
 // reports whether the inputs are exhausted and how many entries it read.
-func (m *runMerge) step(tx *bolt.Tx, names *indexNames, budget int, pruned uint64, arenap *[]byte, headsp *[]mergeHead) (bool, int, error) {
+// The output's last block is written once full or once the merge is
+// done; until then its entries are carried in m.block from one step to
+// the next (a merge not done when the file closes is deleted at Open).
+func (m *runMerge) step(tx *bolt.Tx, names *indexNames, budget, block int, pruned uint64, arenap *[]byte, headsp *[]runCursor) (bool, int, error) {
 	runs := tx.Bucket(names.runs)
 	out := runs.Bucket(idKey(m.out))
 	if out == nil {
@@ -566,69 +734,71 @@ func (m *runMerge) step(tx *bolt.Tx, names *indexNames, budget int, pruned uint6
 	out.FillPercent = 1
 	heads := (*headsp)[:0]
 	defer func() { clear(heads); *headsp = heads[:0] }()
-	arena := *arenap
-	defer func() { *arenap = arena }()
+	w := blockWriter{b: out, size: block, buf: *arenap}
+	defer func() { *arenap = w.buf }()
+	w.resume(m.block)
 	for _, id := range m.inputs {
 		in := runs.Bucket(idKey(id))
 		if in == nil {
 			return false, 0, fmt.Errorf("store: the input %d of a merge of the index is not held", id)
 		}
-		c := in.Cursor()
-		var k, v []byte
+		h := runCursor{c: in.Cursor()}
+		var err error
 		if m.last == nil {
-			k, v = c.First()
-		} else if k, v = c.Seek(m.last); k != nil && bytes.Equal(k, m.last) {
-			k, v = c.Next()
+			err = h.first()
+		} else {
+			err = h.seek(m.last, true)
 		}
-		if k != nil {
-			heads = append(heads, mergeHead{c, k, v})
+		if err != nil {
+			return false, 0, err
+		}
+		if h.d != nil {
+			heads = append(heads, h)
 		}
 	}
-	m.last = slices.Clone(m.last) // the merge's state before this step keeps its own
+	// The merge's state before this step keeps its own last and block.
+	m.last, m.block = slices.Clone(m.last), nil
 	n := 0
 	for n < budget {
 		least := -1
 		for i := range heads {
-			if heads[i].k != nil && (least < 0 || bytes.Compare(heads[i].k, heads[least].k) < 0) {
+			if heads[i].d != nil && (least < 0 || bytes.Compare(heads[i].d, heads[least].d) < 0) {
 				least = i
 			}
 		}
 		if least < 0 {
-			return true, n, nil
+			break
 		}
 		h := &heads[least]
-		if len(h.k) != sig.HashSize || len(h.v) != 8 {
-			return false, n, fmt.Errorf("store: an entry of %d and %d bytes in a run of the index", len(h.k), len(h.v))
+		t, err := h.entryT()
+		if err != nil {
+			return false, n, err
 		}
 		n++
-		m.last = append(m.last[:0], h.k...)
-		if t := binary.BigEndian.Uint64(h.v); t >= pruned {
-			if cap(arena)-len(arena) < indexEntrySize {
-				// Full: a new one, since bbolt holds what the old one gave.
-				arena = make([]byte, 0, max(budget, 512)*indexEntrySize)
-			}
-			s := len(arena)
-			arena = append(append(arena, h.k...), h.v...)
-			if err := out.Put(arena[s:s+sig.HashSize], arena[s+sig.HashSize:]); err != nil {
+		m.last = append(m.last[:0], h.d...)
+		if t >= pruned {
+			if err := w.add(h.d, h.t); err != nil {
 				return false, n, err
 			}
 			m.count++
 			m.tmin, m.tmax = min(m.tmin, t), max(m.tmax, t)
 		}
 		// Equal digests in two inputs are one decision: both advance.
-		k := m.last
 		for i := range heads {
-			if heads[i].k != nil && bytes.Equal(heads[i].k, k) {
-				heads[i].k, heads[i].v = heads[i].c.Next()
+			if heads[i].d != nil && bytes.Equal(heads[i].d, m.last) {
+				if err := heads[i].next(); err != nil {
+					return false, n, err
+				}
 			}
 		}
 	}
 	for i := range heads {
-		if heads[i].k != nil {
+		if heads[i].d != nil {
+			m.block = w.carry()
 			return false, n, nil
 		}
 	}
-	return true, n, nil
+	return true, n, w.flush()
 }
 
 // pruneRuns unregisters the runs whose decisions are all before the

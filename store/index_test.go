@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -15,15 +18,22 @@ import (
 )
 
 // withIndex sets the index's flush, margin (µs), fan-in and the least
-// entries of merges per group commit, small for the tests.
+// entries of merges per group commit, small for the tests, and blocks of
+// 5 entries in its runs, so that a run of a few dozen entries is several
+// blocks and a merge's steps end inside one.
 func withIndex(flush int, margin uint64, fanIn, budget int) Option {
 	// The tests watch the index change with each group: without the
 	// journal (journal.go), each group is a commit of its own.
 	return func(o *options) {
 		o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = flush, margin, fanIn, budget
+		o.index.block = 5
 		o.noJournal = true
 	}
 }
+
+// withRunBlock sets the entries of a block of the index's runs, after
+// withIndex.
+func withRunBlock(n int) Option { return func(o *options) { o.index.block = n } }
 
 // indexRows are count decisions like base, at t from first, step µs apart,
 // each with a digest of its own.
@@ -259,6 +269,154 @@ func TestIndexLegacyFile_8_4(t *testing.T) {
 	found(t, s, append(old, more...))
 	if len(s.ix.runs) == 0 {
 		t.Errorf("no run after 100 more decisions")
+	}
+}
+
+// TestIndexFormat2Runs_8_4: a file of format 2, whose runs hold an entry
+// per key (digest → t u64 BE), opens as it is and becomes format 3: every
+// decision is found by its digest; its runs of entries are merged with
+// runs of blocks as decisions arrive, each decision still found, until no
+// run of entries is left.
+func TestIndexFormat2Runs_8_4(t *testing.T) {
+	base, ev := indexBase(t)
+	path := filepath.Join(t.TempDir(), "format2.db")
+	s, err := Open(path, withIndex(16, 0, 4, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := indexRows(base, 11, 200, 1_000_000, 1000)
+	putRows(t, s, ev, old, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Every run as format 2 wrote it: each block (the digest of its
+	// first entry → digest ‖ t, …) taken apart into a key per entry.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := 0
+	err = db.Update(func(tx *bolt.Tx) error {
+		runs := tx.Bucket(bucketDecisionRuns)
+		var ids [][]byte
+		if err := runs.ForEach(func(k, _ []byte) error { ids = append(ids, clone(k)); return nil }); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var entries []byte
+			if err := runs.Bucket(id).ForEach(func(k, v []byte) error {
+				if len(v)%indexEntrySize != 0 || !bytes.Equal(k, v[:sig.HashSize]) {
+					return fmt.Errorf("run %x: an item of %d bytes under %x", id, len(v), k)
+				}
+				entries = append(entries, v...)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := runs.DeleteBucket(id); err != nil {
+				return err
+			}
+			sub, err := runs.CreateBucket(id)
+			if err != nil {
+				return err
+			}
+			for e := entries; len(e) > 0; e = e[indexEntrySize:] {
+				if err := sub.Put(clone(e[:sig.HashSize]), clone(e[sig.HashSize:indexEntrySize])); err != nil {
+					return err
+				}
+				rewritten++
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(metaFormat, []byte{2})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rewritten < 100 {
+		t.Fatalf("%d entries in runs of format 2: the test tests little", rewritten)
+	}
+	entryRuns := func(s *Bolt) (n int) {
+		s.db.View(func(tx *bolt.Tx) error {
+			runs := tx.Bucket(bucketDecisionRuns)
+			return tx.Bucket(bucketDecisionRunList).ForEach(func(k, _ []byte) error {
+				if _, v := runs.Bucket(k).Cursor().First(); len(v) == 8 {
+					n++
+				}
+				return nil
+			})
+		})
+		return n
+	}
+	s = openTestBolt(t, path, withIndex(16, 0, 4, 5))
+	s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(metaFormat); !bytes.Equal(v, []byte{3}) {
+			t.Errorf("format %x once opened, want 3", v)
+		}
+		return nil
+	})
+	if n := entryRuns(s); n == 0 {
+		t.Fatal("no run of entries listed once opened")
+	}
+	found(t, s, old)
+	more := indexRows(base, 12, 600, 2_000_000, 1000)
+	for i := 0; i < len(more); i += 100 {
+		putRows(t, s, ev, more[i:i+100], 10)
+		found(t, s, append(old, more[:i+100]...))
+	}
+	if n := entryRuns(s); n != 0 {
+		t.Errorf("%d runs of entries listed after 600 more decisions", n)
+	}
+}
+
+// TestIndexBrokenBlock_8_4: a run's block that is not one (its length
+// not a multiple of an entry's, or its key not its first digest) fails a
+// lookup that reads it with an error naming what is wrong, and no panic.
+func TestIndexBrokenBlock_8_4(t *testing.T) {
+	base, ev := indexBase(t)
+	for _, c := range []struct {
+		name  string
+		spoil func(k, v []byte) ([]byte, []byte)
+		want  string
+	}{
+		{"short", func(k, v []byte) ([]byte, []byte) { return k, v[:len(v)-1] }, "an item of"},
+		{"key", func(k, v []byte) ([]byte, []byte) {
+			k = clone(k)
+			k[31] ^= 1
+			return k, v
+		}, "begins with"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Open(filepath.Join(t.TempDir(), "broken.db"), withIndex(16, 0, 4, 5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ds := indexRows(base, 13, 64, 1_000_000, 1000)
+			putRows(t, s, ev, ds, 16)
+			if len(s.ix.runs) == 0 {
+				t.Fatal("no run")
+			}
+			// The first block of the first run listed, replaced.
+			var first []byte
+			if err := s.db.Update(func(tx *bolt.Tx) error {
+				id, _ := tx.Bucket(bucketDecisionRunList).Cursor().First()
+				run := tx.Bucket(bucketDecisionRuns).Bucket(id)
+				k, v := run.Cursor().First()
+				first = clone(k)
+				nk, nv := c.spoil(clone(k), clone(v))
+				if err := run.Delete(k); err != nil {
+					return err
+				}
+				return run.Put(nk, nv)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			d, err := s.Decision(bg, sig.Hash(first))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("the decision of a broken block: %+v, %v; want an error with %q", d.T, err, c.want)
+			}
+		})
 	}
 }
 
