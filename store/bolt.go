@@ -209,6 +209,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 				return fmt.Errorf("store: %s: moving its records to format %d: %w", path, fileFormat, err)
 			}
 		case len(v) == 1 && v[0] == 2:
+			// Its runs of entries are read as they are (index.go).
 		case len(v) != 1 || v[0] != fileFormat:
 			return fmt.Errorf("store: %s has format %x, not 1, 2 or %d", path, v, fileFormat)
 		}
