@@ -4,9 +4,7 @@ package bench
 // profiling listener, and the plain servers it is measured against.
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/waisteer/waisteer/internal/serve"
 	"github.com/waisteer/waisteer/internal/server"
+	"github.com/waisteer/waisteer/internal/sig"
 )
 
 // ServeChild is `waisteer bench serve`: `waisteer serve` of the
@@ -166,7 +165,8 @@ var benchSink atomic.Uint32
 // PlainChild is `waisteer bench plain`, the baseline servers (b), (c) and
 // (d): net/http on listen answering every request with the manifest in
 // manifestFile and, when signFile is not "", after an Ed25519 signature of
-// the message it holds, and, when durableFile is not "" too, once the
+// the message it holds (made as the server makes its decisions' signatures,
+// sig.PrivateKey), and, when durableFile is not "" too, once the
 // message's SHA-256 and its signature are durable in that file
 // (durable.go); until ctx ends.
 func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, signFile, durableFile, listen string) error {
@@ -190,18 +190,18 @@ func PlainChild(ctx context.Context, stdout, stderr io.Writer, manifestFile, sig
 		}
 		defer dl.close()
 	}
-	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	key := sig.NewPrivateKey(floorSeed)
 	length := strconv.Itoa(len(manifest))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg != nil {
-			s := ed25519.Sign(key, msg)
-			benchSink.Store(binary.LittleEndian.Uint32(s))
+			s := key.SignRaw(msg)
+			benchSink.Store(binary.LittleEndian.Uint32(s[:]))
 			if dl != nil {
 				// What the answer was, in the least bytes a store could
 				// keep of it: the digest of what was signed, and the
 				// signature (durable.go).
 				d := sha256.Sum256(msg)
-				if err := dl.append(append(d[:], s...)); err != nil {
+				if err := dl.append(append(d[:], s[:]...)); err != nil {
 					http.Error(w, "not stored", http.StatusInternalServerError)
 					return
 				}

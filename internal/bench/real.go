@@ -55,6 +55,7 @@ type benchRoomRun struct {
 	durable                      *benchServer         // (d), at the least connections
 	twoCores                     []*benchRealRun      // the first room's: each engine on two cores (issue 30)
 	bare, bareAll                time.Duration        // (a)
+	bareStd                      time.Duration        // (a) through crypto/ed25519
 	check                        time.Duration        // a record's parse and check, its signature's verification
 }
 
@@ -258,6 +259,7 @@ func (b *bencher) room(ctx context.Context, n int, rep *benchReport, first bool)
 	}
 	children = nil
 	room.bare, room.bareAll = benchBare(room.msg, b.o.Bare), benchBareAll(room.msg, b.o.Bare)
+	room.bareStd = benchBareStd(room.msg, b.o.Bare)
 	if room.check, err = benchRecordCheck(r.record(0, 0, nil), r.sc.Room.ID(), b.o.Bare); err != nil {
 		return nil, err
 	}

@@ -147,7 +147,8 @@ func (r *benchReport) write(w io.Writer) {
 
 	fmt.Fprintln(w, "Baselines, same run, same machine")
 	for _, room := range r.rooms {
-		fmt.Fprintf(w, "  (a) bare Ed25519 of the %d-pathway decision (%d bytes signed): %s CPU; on every core at once %s\n", room.n, len(room.msg), benchDur(room.bare), benchDur(room.bareAll))
+		fmt.Fprintf(w, "  (a) bare Ed25519 of the %d-pathway decision (%d bytes signed), as the server and the floors sign: %s CPU; on every core at once %s;\n", room.n, len(room.msg), benchDur(room.bare), benchDur(room.bareAll))
+		fmt.Fprintf(w, "      the same bytes through crypto/ed25519: %s (%.2f of it)\n", benchDur(room.bareStd), benchRatio(room.bareStd.Seconds(), room.bare.Seconds()))
 		for _, run := range room.runs {
 			fmt.Fprintf(w, "      %s's CPU per decision / (a) = %.2f; the floor (c)'s CPU per answer / (a) = %.2f\n", run.engine,
 				benchRatio(run.sat[hc].cpu.Seconds(), room.bare.Seconds()), benchRatio(room.floorSat[hc].cpu.Seconds(), room.bare.Seconds()))

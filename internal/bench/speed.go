@@ -16,10 +16,11 @@ package bench
 // probe slower than a busy one.)
 
 import (
-	"crypto/ed25519"
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/waisteer/waisteer/internal/sig"
 )
 
 // probeEvery is the probe's period: at about 100 µs of signing a sample,
@@ -43,7 +44,7 @@ func startSpeedProbe(every time.Duration) *speedProbe {
 		defer close(p.done)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+		key := sig.NewPrivateKey([sig.SeedSize]byte{})
 		msg := make([]byte, 1260) // a 3-pathway decision's signed bytes
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -56,7 +57,7 @@ func startSpeedProbe(every time.Duration) *speedProbe {
 			t0, ok0 := threadClock()
 			for k := range probeSigns {
 				msg[0] = byte(k)
-				ed25519.Sign(key, msg)
+				key.SignRaw(msg)
 			}
 			t1, ok1 := threadClock()
 			if ok0 && ok1 && t1 > t0 {

@@ -25,7 +25,7 @@ type benchStage struct {
 }
 
 var benchStageList = []benchStage{
-	{"signature (Ed25519 of the decision)", regexp.MustCompile(`ed25519\.(Sign|sign)`)},
+	{"signature (Ed25519 of the decision)", regexp.MustCompile(`sig\.PrivateKey\.SignRaw|ed25519\.(Sign|sign)`)},
 	{"commit (group commits, the journal's applier)", regexp.MustCompile(`commit\.\(\*Decisions\)\.(Run|write|put)|store\.\(\*Bolt\)\.applier`)},
 	{"log (the decision log's hasher, slog)", regexp.MustCompile(`Bolt\)\.hasher|/declog\.|log/slog\.`)},
 	{"report (reading the player's report)", regexp.MustCompile(`waisteer/report\.`)},

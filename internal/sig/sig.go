@@ -9,16 +9,17 @@
 // and hands the rest to circl (steps 3, 5 and 6: an R that does not decode
 // canonically can never equal the canonical encoding circl compares it with).
 //
-// Signing goes through the standard library's crypto/ed25519: RFC 8032
-// signatures are deterministic, so it gives the same bytes as circl's (the
-// tests check both on the same keys and messages), in about 10 % less time
-// and without circl's four allocations a signature, on the server's path
-// that signs every decision. The two libraries hold a private key the same
+// Signing follows RFC 8032 §5.1.6 step by step over filippo.io/edwards25519
+// (sign.go), the standard library's own group arithmetic published as a
+// module: crypto/ed25519 encodes R twice a signature, and each encoding
+// inverts a field element, a seventh of a signature's time, on the
+// server's path that signs every decision. Signatures are deterministic,
+// so the bytes are crypto/ed25519's and circl's; the tests check all three
+// on the same keys and messages. The libraries hold a private key the same
 // way, seed then public key.
 package sig
 
 import (
-	stded25519 "crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -85,12 +86,14 @@ func Digest(b []byte) Hash { return sha256.Sum256(b) }
 
 // PrivateKey signs. It is made from a 32-byte seed (RFC 8032 §5.1.5).
 type PrivateKey struct {
-	k ed25519.PrivateKey
+	k ed25519.PrivateKey // seed ‖ public key
+	x *expandedKey       // the seed's hash, taken apart (sign.go)
 }
 
 // NewPrivateKey returns the key of a 32-byte seed.
 func NewPrivateKey(seed [SeedSize]byte) PrivateKey {
-	return PrivateKey{k: ed25519.NewKeyFromSeed(seed[:])}
+	k := ed25519.NewKeyFromSeed(seed[:])
+	return PrivateKey{k: k, x: expand(k)}
 }
 
 // GenerateKey makes a key from rand (crypto/rand when nil).
@@ -122,11 +125,12 @@ func (p PrivateKey) Seed() [SeedSize]byte {
 // IsZero reports whether p holds no key.
 func (p PrivateKey) IsZero() bool { return p.k == nil }
 
-// SignRaw signs msg as it is.
+// SignRaw signs msg as it is. It panics on the zero PrivateKey.
 func (p PrivateKey) SignRaw(msg []byte) Signature {
-	var s Signature
-	copy(s[:], stded25519.Sign(stded25519.PrivateKey(p.k), msg))
-	return s
+	if p.x == nil {
+		panic("sig: signing with no key")
+	}
+	return p.x.sign(msg)
 }
 
 // Sign signs body under domain d (COMPANION §2).

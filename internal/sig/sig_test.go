@@ -2,6 +2,7 @@ package sig
 
 import (
 	"bytes"
+	stded25519 "crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -112,31 +113,63 @@ func TestRFC8032(t *testing.T) {
 	}
 }
 
-// TestSignMatchesCircl: SignRaw signs through crypto/ed25519; RFC 8032 §5.1.6
-// makes a signature a function of the key and the message, so circl must
-// give the same bytes for every key and length, and circl must accept them.
-func TestSignMatchesCircl(t *testing.T) {
+// TestSignMatchesLibraries: RFC 8032 §5.1.6 makes a signature a function of
+// the key and the message, so SignRaw (sign.go) must give the bytes of both
+// crypto/ed25519 and circl for every key and length, and both must accept
+// them.
+func TestSignMatchesLibraries(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 200 {
 		var seed [SeedSize]byte
 		for j := range seed {
 			seed[j] = byte(r.Uint32())
 		}
-		k := NewPrivateKey(seed)
 		msg := make([]byte, i*61)
 		for j := range msg {
 			msg[j] = byte(r.Uint32())
 		}
-		got := k.SignRaw(msg)
-		want := ed25519.Sign(ed25519.NewKeyFromSeed(seed[:]), msg)
-		if !bytes.Equal(got[:], want) {
-			t.Fatalf("seed %x, %d bytes: signature %s, circl's %x", seed, len(msg), got, want)
-		}
-		pub := k.Public()
-		if !ed25519.Verify(pub[:], msg, got[:]) {
-			t.Fatalf("circl refuses the signature of seed %x", seed)
-		}
+		signMatches(t, seed, msg)
 	}
+}
+
+// signMatches checks SignRaw against crypto/ed25519 and circl for one seed
+// and message.
+func signMatches(t *testing.T, seed [SeedSize]byte, msg []byte) {
+	t.Helper()
+	k := NewPrivateKey(seed)
+	got := k.SignRaw(msg)
+	if want := stded25519.Sign(stded25519.NewKeyFromSeed(seed[:]), msg); !bytes.Equal(got[:], want) {
+		t.Fatalf("seed %x, %d bytes: signature %s, crypto/ed25519's %x", seed, len(msg), got, want)
+	}
+	if want := ed25519.Sign(ed25519.NewKeyFromSeed(seed[:]), msg); !bytes.Equal(got[:], want) {
+		t.Fatalf("seed %x, %d bytes: signature %s, circl's %x", seed, len(msg), got, want)
+	}
+	pub := k.Public()
+	if !ed25519.Verify(pub[:], msg, got[:]) || !stded25519.Verify(pub[:], msg, got[:]) {
+		t.Fatalf("a library refuses the signature of seed %x", seed)
+	}
+}
+
+// FuzzSignMatches is TestSignMatchesLibraries on the fuzzer's seeds and
+// messages.
+func FuzzSignMatches(f *testing.F) {
+	f.Add(make([]byte, SeedSize), []byte{})
+	f.Add(bytes.Repeat([]byte{0xff}, SeedSize), bytes.Repeat([]byte("wai"), 500))
+	f.Fuzz(func(t *testing.T, s, msg []byte) {
+		var seed [SeedSize]byte
+		copy(seed[:], s)
+		signMatches(t, seed, msg)
+	})
+}
+
+// TestSignZeroKey: the zero PrivateKey does not sign.
+func TestSignZeroKey(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("the zero key signed")
+		}
+	}()
+	PrivateKey{}.SignRaw([]byte("m"))
 }
 
 // TestDomainSeparation: a signature under one domain of COMPANION §2 does not
@@ -292,12 +325,12 @@ func BenchmarkVerify(b *testing.B) {
 
 var signSink byte
 
-// BenchmarkSign compares SignRaw (crypto/ed25519) with circl's Sign on
+// BenchmarkSign compares SignRaw with crypto/ed25519's and circl's Sign on
 // messages of a decision's sizes for 3 and 32 pathways (waisteer bench):
-// the reason SignRaw does not go through circl.
+// the reason SignRaw goes through neither.
 func BenchmarkSign(b *testing.B) {
 	seed := [SeedSize]byte{9}
-	k, ck := NewPrivateKey(seed), ed25519.NewKeyFromSeed(seed[:])
+	k, ck, sk := NewPrivateKey(seed), ed25519.NewKeyFromSeed(seed[:]), stded25519.NewKeyFromSeed(seed[:])
 	for _, n := range []int{1302, 11771} {
 		msg := make([]byte, n)
 		b.Run(fmt.Sprintf("SignRaw/%d", n), func(b *testing.B) {
@@ -305,6 +338,12 @@ func BenchmarkSign(b *testing.B) {
 			for b.Loop() {
 				s := k.SignRaw(msg)
 				signSink = s[0]
+			}
+		})
+		b.Run(fmt.Sprintf("crypto-ed25519/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				signSink = stded25519.Sign(sk, msg)[0]
 			}
 		})
 		b.Run(fmt.Sprintf("circl/%d", n), func(b *testing.B) {

@@ -1,0 +1,73 @@
+package sig
+
+import (
+	"crypto/sha512"
+	"hash"
+	"sync"
+
+	"filippo.io/edwards25519"
+	"github.com/cloudflare/circl/sign/ed25519"
+)
+
+// An expandedKey is a private key as RFC 8032 §5.1.5 takes its seed apart:
+// the secret scalar s (the hash's first half, pruned), the prefix that
+// makes a signature's r (its second half), and the public key A.
+type expandedKey struct {
+	s      edwards25519.Scalar
+	prefix [32]byte
+	public [PublicKeySize]byte
+}
+
+// expand takes k's seed apart once, rather than at every signature.
+func expand(k ed25519.PrivateKey) *expandedKey {
+	h := sha512.Sum512(k[:ed25519.SeedSize])
+	x := new(expandedKey)
+	if _, err := x.s.SetBytesWithClamping(h[:32]); err != nil {
+		panic("sig: a 32-byte half does not make a scalar: " + err.Error())
+	}
+	copy(x.prefix[:], h[32:])
+	copy(x.public[:], k[ed25519.SeedSize:])
+	return x
+}
+
+// A hasher is a SHA-512, the digest it sums into and R's encoding, kept in
+// a pool: bytes written or summed through hash.Hash escape, and would be
+// allocated at every signature.
+type hasher struct {
+	h hash.Hash
+	d [sha512.Size]byte
+	r [32]byte
+}
+
+var hashers = sync.Pool{New: func() any { return &hasher{h: sha512.New()} }}
+
+// sum is SHA-512 over the parts, in order, as a scalar modulo L (RFC 8032
+// §5.1.6 steps 2 and 4: the 64-byte digest read little-endian).
+func (hs *hasher) sum(dst *edwards25519.Scalar, parts ...[]byte) {
+	hs.h.Reset()
+	for _, p := range parts {
+		hs.h.Write(p)
+	}
+	hs.h.Sum(hs.d[:0])
+	if _, err := dst.SetUniformBytes(hs.d[:]); err != nil {
+		panic("sig: a 64-byte digest does not make a scalar: " + err.Error())
+	}
+	clear(hs.d[:]) // step 2's digest is the nonce: not left in the pool
+}
+
+// sign is RFC 8032 §5.1.6 for msg.
+func (x *expandedKey) sign(msg []byte) Signature {
+	hs := hashers.Get().(*hasher)
+	defer hashers.Put(hs)
+	var r, k, s edwards25519.Scalar
+	hs.sum(&r, x.prefix[:], msg) // step 2: r = SHA-512(prefix ‖ M)
+	var R edwards25519.Point
+	R.ScalarBaseMult(&r) // step 3: R = [r]B, encoded once
+	copy(hs.r[:], R.Bytes())
+	hs.sum(&k, hs.r[:], x.public[:], msg) // step 4: k = SHA-512(R ‖ A ‖ M)
+	s.MultiplyAdd(&k, &x.s, &r)           // step 5: S = (r + k·s) mod L
+	var out Signature                     // step 6: R ‖ S
+	copy(out[:32], hs.r[:])
+	copy(out[32:], s.Bytes())
+	return out
+}
