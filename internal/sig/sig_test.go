@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/cloudflare/circl/sign/ed25519"
@@ -160,6 +161,42 @@ func FuzzSignMatches(f *testing.F) {
 		copy(seed[:], s)
 		signMatches(t, seed, msg)
 	})
+}
+
+// TestSignAllocates: a signature allocates nothing (sign.go's hashers), on
+// the server's path that signs every decision.
+func TestSignAllocates(t *testing.T) {
+	k := NewPrivateKey([SeedSize]byte{3})
+	msg := make([]byte, 1302)
+	k.SignRaw(msg) // the pool's first hasher
+	if n := testing.AllocsPerRun(100, func() { k.SignRaw(msg) }); n != 0 {
+		t.Errorf("SignRaw allocates %v times a signature, want 0", n)
+	}
+}
+
+// TestSignConcurrent: keys signing on many goroutines at once, each with
+// hashers another signature used before, give crypto/ed25519's bytes.
+func TestSignConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			seed := [SeedSize]byte{byte(g)}
+			k, sk := NewPrivateKey(seed), stded25519.NewKeyFromSeed(seed[:])
+			for i := range 100 {
+				msg := bytes.Repeat([]byte{byte(i)}, 100+i*13)
+				if got := k.SignRaw(msg); !bytes.Equal(got[:], stded25519.Sign(sk, msg)) {
+					errs <- fmt.Errorf("goroutine %d, message %d: signature %s differs from crypto/ed25519's", g, i, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
 
 // TestSignZeroKey: the zero PrivateKey does not sign.

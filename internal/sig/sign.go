@@ -30,16 +30,46 @@ func expand(k ed25519.PrivateKey) *expandedKey {
 	return x
 }
 
-// A hasher is a SHA-512, the digest it sums into and R's encoding, kept in
-// a pool: bytes written or summed through hash.Hash escape, and would be
-// allocated at every signature.
+// A hasher is a SHA-512, the digest it sums into and R's encoding, kept
+// for the next signature: bytes written or summed through hash.Hash
+// escape, and would be allocated at every signature.
 type hasher struct {
 	h hash.Hash
 	d [sha512.Size]byte
 	r [32]byte
 }
 
-var hashers = sync.Pool{New: func() any { return &hasher{h: sha512.New()} }}
+// hashers keeps the hashers of signatures that have ended, at most
+// keptHashers of them: as many as sign at once, after a burst. A list under
+// a lock rather than a sync.Pool, which drops some of what it is given
+// under the race detector and at each collection, so that the test that
+// a signature allocates nothing holds in every build.
+var hashers struct {
+	sync.Mutex
+	free []*hasher
+}
+
+const keptHashers = 64
+
+func getHasher() *hasher {
+	hashers.Lock()
+	defer hashers.Unlock()
+	if n := len(hashers.free); n > 0 {
+		hs := hashers.free[n-1]
+		hashers.free = hashers.free[:n-1]
+		return hs
+	}
+	return &hasher{h: sha512.New()}
+}
+
+func putHasher(hs *hasher) {
+	clear(hs.r[:])
+	hashers.Lock()
+	defer hashers.Unlock()
+	if len(hashers.free) < keptHashers {
+		hashers.free = append(hashers.free, hs)
+	}
+}
 
 // sum is SHA-512 over the parts, in order, as a scalar modulo L (RFC 8032
 // §5.1.6 steps 2 and 4: the 64-byte digest read little-endian).
@@ -57,8 +87,8 @@ func (hs *hasher) sum(dst *edwards25519.Scalar, parts ...[]byte) {
 
 // sign is RFC 8032 §5.1.6 for msg.
 func (x *expandedKey) sign(msg []byte) Signature {
-	hs := hashers.Get().(*hasher)
-	defer hashers.Put(hs)
+	hs := getHasher()
+	defer putHasher(hs)
 	var r, k, s edwards25519.Scalar
 	hs.sum(&r, x.prefix[:], msg) // step 2: r = SHA-512(prefix ‖ M)
 	var R edwards25519.Point
