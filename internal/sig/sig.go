@@ -16,7 +16,8 @@
 // server's path that signs every decision. Signatures are deterministic,
 // so the bytes are crypto/ed25519's and circl's; the tests check all three
 // on the same keys and messages. The libraries hold a private key the same
-// way, seed then public key.
+// way, seed then public key; a PrivateKey keeps the seed's hash taken apart
+// instead, made once.
 package sig
 
 import (
@@ -86,14 +87,12 @@ func Digest(b []byte) Hash { return sha256.Sum256(b) }
 
 // PrivateKey signs. It is made from a 32-byte seed (RFC 8032 §5.1.5).
 type PrivateKey struct {
-	k ed25519.PrivateKey // seed ‖ public key
-	x *expandedKey       // the seed's hash, taken apart (sign.go)
+	x *expandedKey // the seed and its hash, taken apart (sign.go); nil: no key
 }
 
 // NewPrivateKey returns the key of a 32-byte seed.
 func NewPrivateKey(seed [SeedSize]byte) PrivateKey {
-	k := ed25519.NewKeyFromSeed(seed[:])
-	return PrivateKey{k: k, x: expand(k)}
+	return PrivateKey{x: expand(seed)}
 }
 
 // GenerateKey makes a key from rand (crypto/rand when nil).
@@ -109,21 +108,13 @@ func GenerateKey(r io.Reader) (PrivateKey, error) {
 }
 
 // Public is the key's public half.
-func (p PrivateKey) Public() PublicKey {
-	var k PublicKey
-	copy(k[:], p.k[ed25519.SeedSize:])
-	return k
-}
+func (p PrivateKey) Public() PublicKey { return p.x.public }
 
 // Seed is the key's 32-byte seed.
-func (p PrivateKey) Seed() [SeedSize]byte {
-	var s [SeedSize]byte
-	copy(s[:], p.k.Seed())
-	return s
-}
+func (p PrivateKey) Seed() [SeedSize]byte { return p.x.seed }
 
 // IsZero reports whether p holds no key.
-func (p PrivateKey) IsZero() bool { return p.k == nil }
+func (p PrivateKey) IsZero() bool { return p.x == nil }
 
 // SignRaw signs msg as it is. It panics on the zero PrivateKey.
 func (p PrivateKey) SignRaw(msg []byte) Signature {

@@ -6,27 +6,28 @@ import (
 	"sync"
 
 	"filippo.io/edwards25519"
-	"github.com/cloudflare/circl/sign/ed25519"
 )
 
 // An expandedKey is a private key as RFC 8032 §5.1.5 takes its seed apart:
 // the secret scalar s (the hash's first half, pruned), the prefix that
-// makes a signature's r (its second half), and the public key A.
+// makes a signature's r (its second half), and the public key A = [s]B;
+// and the seed itself, which a key file keeps.
 type expandedKey struct {
+	seed   [SeedSize]byte
 	s      edwards25519.Scalar
 	prefix [32]byte
-	public [PublicKeySize]byte
+	public PublicKey
 }
 
-// expand takes k's seed apart once, rather than at every signature.
-func expand(k ed25519.PrivateKey) *expandedKey {
-	h := sha512.Sum512(k[:ed25519.SeedSize])
-	x := new(expandedKey)
+// expand takes seed apart once, rather than at every signature.
+func expand(seed [SeedSize]byte) *expandedKey {
+	h := sha512.Sum512(seed[:])
+	x := &expandedKey{seed: seed}
 	if _, err := x.s.SetBytesWithClamping(h[:32]); err != nil {
 		panic("sig: a 32-byte half does not make a scalar: " + err.Error())
 	}
 	copy(x.prefix[:], h[32:])
-	copy(x.public[:], k[ed25519.SeedSize:])
+	copy(x.public[:], new(edwards25519.Point).ScalarBaseMult(&x.s).Bytes())
 	return x
 }
 
