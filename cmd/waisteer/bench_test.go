@@ -58,7 +58,7 @@ func TestBenchQuick(t *testing.T) {
 		"Cost per decision by stage", "signature (Ed25519 of the decision)", "of which fdatasync, CPU",
 		"(a) bare Ed25519 of the 3-pathway decision", "Nothing lost:",
 		"Records in: POST /v1/rooms/{room}/records from 64 hops", " 1 records per POST:", "64 records per POST:",
-		"paced at 1000 records/s", "Start-up: bench serve (fasthttp, pinned as above) restarted on a store of 50000 decisions",
+		"paced at 1000 records/s", "the same POSTs to the plain server (b) right after", "Start-up: bench serve (fasthttp, pinned as above) restarted on a store of 50000 decisions",
 		"the recount of live sessions", "Goals (issue 30)", "Evidence update after a record", "Memory per live session",
 	} {
 		if !strings.Contains(out, want) {
@@ -92,6 +92,18 @@ func TestBenchQuick(t *testing.T) {
 		}
 		if r, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
 			t.Errorf("%s = %s: not a positive figure", goal, v)
+		}
+	}
+	// The records' floor under the records goal: (b)'s share, then that
+	// and the checks, each a positive figure, the floor above (b)'s.
+	if m := regexp.MustCompile(`(?m)^    of which: the plain server \(b\)'s CPU at the same POSTs, of one core +\= ([0-9.]+); with its records' checks \(a'\) = ([0-9.]+); the server's / that = ([0-9.]+)$`).FindStringSubmatch(out); m == nil {
+		t.Errorf("no line of the records' floor under the records goal")
+	} else {
+		plain, _ := strconv.ParseFloat(m[1], 64)
+		floor, _ := strconv.ParseFloat(m[2], 64)
+		ratio, _ := strconv.ParseFloat(m[3], 64)
+		if !(plain > 0 && floor > plain && ratio > 0) {
+			t.Errorf("the records' floor: (b) %s, with the checks %s, the server's over it %s", m[1], m[2], m[3])
 		}
 	}
 	if _, ok := goals["start-up: p99 while the recount of live sessions runs / p99 after"]; !ok {

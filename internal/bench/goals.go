@@ -103,6 +103,13 @@ func recordsGoal(n int, fraction float64) benchGoal {
 		value: fraction, op: "<=", target: benchGoalRecordCore}
 }
 
+// recordsFloor is the least a server of records could cost, as a share
+// of one core: what the plain server (b) cost for the same POSTs, plus a
+// record's check (a') for each record a second.
+func recordsFloor(plainFraction, rate float64, check time.Duration) float64 {
+	return plainFraction + rate*check.Seconds()
+}
+
 // startupGoal: from the spawn to the first 200, in seconds.
 func startupGoal(decisions int, took time.Duration) benchGoal {
 	return benchGoal{name: fmt.Sprintf("start-up: spawn to the first 200 on %d decisions", decisions),

@@ -53,6 +53,12 @@ func TestGoalsIssue30(t *testing.T) {
 			t.Errorf("%s = %.4f (%v), want %.4f (%v)", c.g.name, c.g.value, c.g.holds(), c.ratio, c.met)
 		}
 	}
+	// The records' floor (no goal of its own): the plain server's share of
+	// a core for the same POSTs, plus a record's check for each record a
+	// second: 0.031 + 994 × 46.5 µs = 0.031 + 0.046221 = 0.077221.
+	if f := recordsFloor(0.031, 994, 46500*time.Nanosecond); math.Abs(f-0.077221) > 1e-9 {
+		t.Errorf("recordsFloor(0.031, 994/s, 46.5 µs) = %.6f, want 0.077221", f)
+	}
 	// A ratio over nothing measured is not a number, and meets no goal.
 	if g := rateGoal(3, "fasthttp", 64, 5000, 0); !math.IsNaN(g.value) || g.holds() {
 		t.Errorf("a rate over a floor of 0: %v %v", g.value, g.holds())

@@ -130,14 +130,21 @@ type benchPaced struct {
 	fraction        float64       // cpu / elapsed: the share of one core
 	p99             time.Duration // a POST's, from its due time
 	profiled        []string
+	// plain is the plain server (b) given the same POSTs right after, at
+	// the same pace, pinned as the server: what the machine charges for
+	// a thousand POSTs a second to a server that checks and stores
+	// nothing. nil when (b) is not running (the rooms after the first).
+	plain *benchPaced
 }
 
 // recordsPaced posts benchRecordsRate records a second for -d, one record
 // per POST as each hop posts its own, from IngestHops connections (each
 // carrying the POSTs of many hops), each POST due at a fixed interval; it
 // reads the server's CPU over the phase as a share of one core. The
-// records are of periods older than any other phase's, each new.
-func (b *bencher) recordsPaced(ctx context.Context, s *benchReal) (*benchPaced, error) {
+// records are of periods older than any other phase's, each new. Then,
+// when plain is not nil, it posts the same bodies to the plain server (b)
+// the same way.
+func (b *bencher) recordsPaced(ctx context.Context, s *benchReal, plain *benchServer) (*benchPaced, error) {
 	r, p := s.r, s.r.sc.Policy
 	d := b.o.Duration
 	count := int(benchRecordsRate * d.Seconds())
@@ -150,19 +157,33 @@ func (b *bencher) recordsPaced(ctx context.Context, s *benchReal) (*benchPaced, 
 		bodies[x] = r.record(x%len(r.hops), first+uint64(x)/hops*p.PeriodUs, nil)
 	}
 	conns := min(b.o.IngestHops, count)
-	pc := &benchPaced{target: benchRecordsRate, conns: conns}
 	b.logf("records: %d at %.0f a second, one per POST, from %d connections", count, benchRecordsRate, conns)
-	interval := time.Duration(float64(conns) / benchRecordsRate * float64(time.Second))
 	path := r.recordsPath()
 	wait := b.profile(s.c, fmt.Sprintf("records-paced-%d", len(r.ids)), d, false)
-	c0, ok0 := s.c.cpu()
+	pc := postPaced(ctx, s.c, path, bodies, conns)
+	pc.profiled = wait()
+	b.logf("records at %s/s: the server's CPU %.3f of a core, POST p99 %s", benchRate(pc.rate), pc.fraction, benchDur(pc.p99))
+	if plain != nil && ctx.Err() == nil {
+		pc.plain = postPaced(ctx, plain.c, path, bodies, conns)
+		b.logf("the same POSTs to the plain server (b): its CPU %.3f of a core", pc.plain.fraction)
+	}
+	return pc, ctx.Err()
+}
+
+// postPaced posts bodies to c at benchRecordsRate from conns connections,
+// each POST due at a fixed interval, and reads c's CPU over it.
+func postPaced(ctx context.Context, c *benchChild, path string, bodies [][]byte, conns int) *benchPaced {
+	count := len(bodies)
+	pc := &benchPaced{target: benchRecordsRate, conns: conns}
+	interval := time.Duration(float64(conns) / benchRecordsRate * float64(time.Second))
+	c0, ok0 := c.cpu()
 	start := time.Now()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var wg sync.WaitGroup
 	for ci := range conns {
 		wg.Go(func() {
-			conn := &benchConn{addr: s.c.addr}
+			conn := &benchConn{addr: c.addr}
 			defer conn.close()
 			due := start.Add(time.Duration(ci) * interval / time.Duration(conns))
 			var mine []time.Duration
@@ -199,8 +220,7 @@ func (b *bencher) recordsPaced(ctx context.Context, s *benchReal) (*benchPaced, 
 	}
 	wg.Wait()
 	pc.elapsed = time.Since(start)
-	c1, ok1 := s.c.cpu()
-	pc.profiled = wait()
+	c1, ok1 := c.cpu()
 	pc.rate = float64(pc.records) / pc.elapsed.Seconds()
 	if ok0 && ok1 {
 		pc.cpu = c1 - c0
@@ -208,6 +228,5 @@ func (b *bencher) recordsPaced(ctx context.Context, s *benchReal) (*benchPaced, 
 	}
 	slices.Sort(lat)
 	pc.p99 = quantile(lat, 0.99)
-	b.logf("records at %s/s: the server's CPU %.3f of a core, POST p99 %s", benchRate(pc.rate), pc.fraction, benchDur(pc.p99))
-	return pc, ctx.Err()
+	return pc
 }

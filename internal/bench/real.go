@@ -463,7 +463,7 @@ func (b *bencher) steer(ctx context.Context, s *benchReal, floors map[int]*bench
 		if err != nil {
 			return nil, err
 		}
-		if run.paced, err = b.recordsPaced(ctx, s); err != nil {
+		if run.paced, err = b.recordsPaced(ctx, s, plain); err != nil {
 			return nil, err
 		}
 		run.profiled = append(run.profiled, run.paced.profiled...)

@@ -177,6 +177,14 @@ func (r *benchReport) write(w io.Writer) {
 				fmt.Fprintf(w, " (%v)", pc.err)
 			}
 			fmt.Fprintln(w)
+			if pl := pc.plain; pl != nil {
+				fmt.Fprintf(w, "     the same POSTs to the plain server (b) right after, paced and pinned alike (net/http: it reads each and answers its manifest, checks and stores nothing):\n")
+				fmt.Fprintf(w, "     %s POSTs/s, its CPU %s over %s = %.3f of one core, %s per POST; %d failed", benchRate(pl.rate), benchDur(pl.cpu), benchDur(pl.elapsed), pl.fraction, benchDur(benchPer(pl.cpu, pl.records)), pl.failed)
+				if pl.err != nil {
+					fmt.Fprintf(w, " (%v)", pl.err)
+				}
+				fmt.Fprintln(w)
+			}
 		}
 	}
 	fmt.Fprintln(w)
@@ -238,6 +246,11 @@ func (r *benchReport) write(w io.Writer) {
 				g.value = math.NaN() // a failed POST fails the goal
 			}
 			g.write(w)
+			if pl, room := run.paced.plain, r.roomOf(run); pl != nil && pl.failed == 0 && room != nil && room.check > 0 {
+				floor := recordsFloor(pl.fraction, run.paced.rate, room.check)
+				fmt.Fprintf(w, "    %-76s = %.3f; with its records' checks (a') = %.3f; the server's / that = %.2f\n", "of which: the plain server (b)'s CPU at the same POSTs, of one core",
+					pl.fraction, floor, benchRatio(run.paced.fraction, floor))
+			}
 		}
 	}
 	if rc := r.recount; rc != nil {
