@@ -126,7 +126,7 @@ func Serve(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := fs.ReadFile(files, name)
 	if err != nil || strings.Contains(name, "/") {
-		http.Error(w, "no such file of the dashboard", http.StatusNotFound)
+		web.Refuse(w, api.Errorf(api.NotFound, "no such file of the dashboard"))
 		return
 	}
 	h := w.Header()

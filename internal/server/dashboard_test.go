@@ -112,8 +112,11 @@ func TestDashboardState(t *testing.T) {
 		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") || !strings.Contains(string(page), "<html") {
 		t.Errorf("GET /dashboard: %d %v", resp.StatusCode, resp.Header)
 	}
-	if resp, _ := e.do("GET", "/dashboard/nothing.js", nil, nil); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("an unknown asset: %d", resp.StatusCode)
+	// An unknown asset is refused as every route refuses: JSON naming its
+	// reason (FuzzAnyRequest found the text answer it had).
+	if resp, body := e.do("GET", "/dashboard/nothing.js", nil, nil); resp.StatusCode != http.StatusNotFound ||
+		resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(body), `"error":"not_found"`) {
+		t.Errorf("an unknown asset: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }
 
