@@ -168,7 +168,7 @@ func FuzzSignMatches(f *testing.F) {
 func TestSignAllocates(t *testing.T) {
 	k := NewPrivateKey([SeedSize]byte{3})
 	msg := make([]byte, 1302)
-	k.SignRaw(msg) // the pool's first hasher
+	k.SignRaw(msg) // the list's first hasher
 	if n := testing.AllocsPerRun(100, func() { k.SignRaw(msg) }); n != 0 {
 		t.Errorf("SignRaw allocates %v times a signature, want 0", n)
 	}

@@ -83,7 +83,7 @@ func (hs *hasher) sum(dst *edwards25519.Scalar, parts ...[]byte) {
 	if _, err := dst.SetUniformBytes(hs.d[:]); err != nil {
 		panic("sig: a 64-byte digest does not make a scalar: " + err.Error())
 	}
-	clear(hs.d[:]) // step 2's digest is the nonce: not left in the pool
+	clear(hs.d[:]) // step 2's digest is the nonce: not left in the list of hashers
 }
 
 // sign is RFC 8032 §5.1.6 for msg.
