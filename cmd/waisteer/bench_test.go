@@ -106,6 +106,17 @@ func TestBenchQuick(t *testing.T) {
 			t.Errorf("the records' floor: (b) %s, with the checks %s, the server's over it %s", m[1], m[2], m[3])
 		}
 	}
+	// Each profiled turn's CPU from /proc beside its samples (issue 30,
+	// "know the cost": what the samples miss is said, not hidden).
+	turns := regexp.MustCompile(`(?m)^  \d+ pathways, .+: \d+ decisions, [0-9.]+ µs of CPU samples each\n    \(the server's CPU over the turn, from /proc: [0-9.]+ µs a decision; the samples hold (\d+) % of it\)$`).FindAllStringSubmatch(out, -1)
+	if len(turns) != 4 {
+		t.Errorf("%d profiled turns with their CPU from /proc, want 4: both engines on one core and on two", len(turns))
+	}
+	for _, m := range turns {
+		if share, _ := strconv.Atoi(m[1]); share <= 0 {
+			t.Errorf("the samples hold %s %% of a turn's CPU", m[1])
+		}
+	}
 	if _, ok := goals["start-up: p99 while the recount of live sessions runs / p99 after"]; !ok {
 		t.Errorf("no goal line of the p99 while the recount runs")
 	}

@@ -69,6 +69,7 @@ func (b *bencher) profiledTurn(ctx context.Context, s *benchReal, run *benchReal
 	srv := s.loads[hc]
 	secs := max(1, int((b.o.Duration+time.Second/2)/time.Second))
 	before, _ := settledCounts(s.c.addr)
+	cpu0, cpuOK := s.c.cpu()
 	var prof []byte
 	var perr error
 	var wg sync.WaitGroup
@@ -78,6 +79,7 @@ func (b *bencher) profiledTurn(ctx context.Context, s *benchReal, run *benchReal
 	time.Sleep(20 * time.Millisecond) // the profile begins as its request arrives
 	err := b.saturate(ctx, time.Duration(secs)*time.Second, srv)
 	wg.Wait()
+	cpu1, cpuOK1 := s.c.cpu()
 	b.served(srv) // clears what the turn measured: it is in no table
 	if err != nil {
 		return nil, err
@@ -111,7 +113,10 @@ func (b *bencher) profiledTurn(ctx context.Context, s *benchReal, run *benchReal
 		return nil, nil
 	}
 	st := newBenchStages(p, decisions)
-	b.logf("profiled turn: %d decisions, %s of samples each", decisions, benchDur(st.perDecision(st.total)))
+	if cpuOK && cpuOK1 {
+		st.cpu = cpu1 - cpu0
+	}
+	b.logf("profiled turn: %d decisions, %s of samples each, %s of CPU from /proc", decisions, benchDur(st.perDecision(st.total)), benchDur(st.perDecision(st.cpu)))
 	return st, nil
 }
 

@@ -48,6 +48,11 @@ type benchStages struct {
 	total     time.Duration   // all the samples' CPU
 	by        []time.Duration // by benchStageList's order; then "other"
 	fdatasync time.Duration   // of the commit's, in fdatasync
+	// cpu is the server's CPU over the turn as /proc counts it (0: not
+	// read). The samples hold less: the profiler samples only the
+	// threads that run goroutines, not the runtime's monitor (sysmon),
+	// whose wakes while commits block in fdatasync cost a few per cent.
+	cpu time.Duration
 }
 
 // newBenchStages charges p's CPU samples to the stages.
@@ -100,6 +105,10 @@ func benchMicros(d time.Duration) string {
 // write and fdatasync, median), group the decisions per group commit.
 func (st *benchStages) write(w io.Writer, name string, fsync time.Duration, group float64) {
 	fmt.Fprintf(w, "  %s: %d decisions, %s of CPU samples each\n", name, st.decisions, benchDur(st.perDecision(st.total)))
+	if st.cpu > 0 {
+		fmt.Fprintf(w, "    (the server's CPU over the turn, from /proc: %s a decision; the samples hold %.0f %% of it)\n",
+			benchDur(st.perDecision(st.cpu)), 100*st.total.Seconds()/st.cpu.Seconds())
+	}
 	share := func(d time.Duration) float64 {
 		if st.total == 0 {
 			return 0
