@@ -555,7 +555,10 @@ func cmpUint64(a, b uint64) int {
 
 // readJournalRegion reads a region's entries from its start: consecutive
 // numbers, up to the first that is torn, not an entry, or out of order.
-func readJournalRegion(r io.ReaderAt) ([]journalGroup, error) {
+// An entry whose length runs past the region's end is torn: its bytes are
+// never asked for, so that a length the disk garbled (up to 4 GiB) costs
+// no memory.
+func readJournalRegion(r *io.SectionReader) ([]journalGroup, error) {
 	var out []journalGroup
 	var off int64
 	var h [journalHeader]byte
@@ -570,6 +573,9 @@ func readJournalRegion(r io.ReaderAt) ([]journalGroup, error) {
 			return out, nil
 		}
 		n := int64(binary.BigEndian.Uint32(h[4:]))
+		if n > r.Size()-off-journalHeader {
+			return out, nil
+		}
 		seq := binary.BigEndian.Uint64(h[8:])
 		if len(out) > 0 && seq != out[len(out)-1].seq+1 {
 			return out, nil

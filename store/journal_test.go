@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -191,6 +193,65 @@ func TestJournalTorn(t *testing.T) {
 	}
 }
 
+// TestJournalGarbledLength: an entry whose header says more bytes than
+// its region holds (here 4 GiB - 1, what a garbled length field can say)
+// is read as torn, as one whose bytes end early is: Open applies the
+// entries before it, and reading it asks for no memory of that size: a
+// region's reading takes at most the region's size (4 MiB here), not what
+// a header says. FuzzJournalRegion found it: its workers stalled on such
+// lengths, 1.17 GB each.
+func TestJournalGarbledLength(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "waisteer.db")
+	s := openTestBolt(t, path)
+	sc := pathwaysScenario(t, 3, 8)
+	ms := makeDecisions(t, sc, 30, 40, 6*scenario.Period, 50_000)
+	put := func(g []made) {
+		t.Helper()
+		if err := s.PutDecisions(bg, evidenceOf(g), rowsOf(g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(ms[:10])
+	if err := s.settle(bg); err != nil {
+		t.Fatal(err)
+	}
+	var last int64 // the last entry's start in the journal
+	crashed := crashImage(t, s, path, "crashed.db", func() {
+		put(ms[10:20]) // journaled, not applied
+		last = int64(s.jr.cur)*s.jr.region + s.jr.off
+		put(ms[20:30]) // journaled, then its length garbled
+	})
+	f, err := os.OpenFile(journalPath(crashed), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h [journalHeader]byte
+	if _, err := f.ReadAt(h[:], last); err != nil || string(h[:4]) != journalMagic {
+		t.Fatalf("the last entry's header at %d: %q, %v", last, h[:4], err)
+	}
+	if _, err := f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, last+4); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := openTestBolt(t, crashed)
+	runtime.ReadMemStats(&after)
+	if c.jr.replayed != 1 {
+		t.Fatalf("%d entries replayed, want 1 (the one before the garbled one)", c.jr.replayed)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+		t.Fatalf("Open allocated %d MiB for a journal of two regions of %d bytes", grew>>20, c.jr.region)
+	}
+	if _, err := c.Decision(bg, ms[15].row.Digest); err != nil {
+		t.Fatalf("a decision of the entry before the garbled one: %v", err)
+	}
+	if _, err := c.Decision(bg, ms[25].row.Digest); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a decision of the garbled entry: %v, want not found", err)
+	}
+}
+
 // TestJournalBeside: a group the journal does not take (its snapshot held
 // and not given) is written to the file after the journaled groups before
 // it; a store opened without the journal applies what the journal holds;
@@ -366,7 +427,7 @@ func FuzzJournalRegion(f *testing.F) {
 	f.Add(region[:len(region)-5])
 	f.Add([]byte(journalMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		gs, err := readJournalRegion(bytes.NewReader(b))
+		gs, err := readJournalRegion(io.NewSectionReader(bytes.NewReader(b), 0, int64(len(b))))
 		if err != nil {
 			return
 		}
