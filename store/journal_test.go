@@ -126,15 +126,15 @@ func TestJournalCrash(t *testing.T) {
 	t.Logf("%d groups replayed from the crashed stores' journals; the writer changed region %d times", replayed, switches)
 }
 
-// TestJournalTorn: a crash in the middle of an entry's write leaves it
-// torn; Open applies the entries before it and not it, which was never
-// answered, and the store goes on from there.
-func TestJournalTorn(t *testing.T) {
+// tornSetup opens a store at a fresh path, makes 40 decisions of a room
+// of 3 pathways (seed), and puts and applies the first 10: a store whose
+// journal the test then writes to and breaks. put puts a group.
+func tornSetup(t *testing.T, seed uint64) (string, *Bolt, []made, func([]made)) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "waisteer.db")
 	s := openTestBolt(t, path)
 	sc := pathwaysScenario(t, 3, 8)
-	room := sc.Room.ID()
-	ms := makeDecisions(t, sc, 32, 40, 6*scenario.Period, 50_000)
+	ms := makeDecisions(t, sc, seed, 40, 6*scenario.Period, 50_000)
 	put := func(g []made) {
 		t.Helper()
 		if err := s.PutDecisions(bg, evidenceOf(g), rowsOf(g)); err != nil {
@@ -145,6 +145,15 @@ func TestJournalTorn(t *testing.T) {
 	if err := s.settle(bg); err != nil {
 		t.Fatal(err)
 	}
+	return path, s, ms, put
+}
+
+// TestJournalTorn: a crash in the middle of an entry's write leaves it
+// torn; Open applies the entries before it and not it, which was never
+// answered, and the store goes on from there.
+func TestJournalTorn(t *testing.T) {
+	path, s, ms, put := tornSetup(t, 32)
+	room := ms[0].row.Room
 	var torn int64 // the last entry's end in the journal
 	crashed := crashImage(t, s, path, "crashed.db", func() {
 		put(ms[10:20]) // journaled, not applied
@@ -201,20 +210,7 @@ func TestJournalTorn(t *testing.T) {
 // a header says. FuzzJournalRegion found it: its workers stalled on such
 // lengths, 1.17 GB each.
 func TestJournalGarbledLength(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "waisteer.db")
-	s := openTestBolt(t, path)
-	sc := pathwaysScenario(t, 3, 8)
-	ms := makeDecisions(t, sc, 30, 40, 6*scenario.Period, 50_000)
-	put := func(g []made) {
-		t.Helper()
-		if err := s.PutDecisions(bg, evidenceOf(g), rowsOf(g)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put(ms[:10])
-	if err := s.settle(bg); err != nil {
-		t.Fatal(err)
-	}
+	path, s, ms, put := tornSetup(t, 30)
 	var last int64 // the last entry's start in the journal
 	crashed := crashImage(t, s, path, "crashed.db", func() {
 		put(ms[10:20]) // journaled, not applied
