@@ -3,6 +3,7 @@ module github.com/waisteer/waisteer
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/cloudflare/circl v1.6.5
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/fxamacker/cbor/v2 v2.10.0
@@ -16,7 +17,6 @@ require (
 )
 
 require (
-	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect

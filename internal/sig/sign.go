@@ -31,13 +31,15 @@ func expand(seed [SeedSize]byte) *expandedKey {
 	return x
 }
 
-// A hasher is a SHA-512, the digest it sums into and R's encoding, kept
-// for the next signature: bytes written or summed through hash.Hash
-// escape, and would be allocated at every signature.
+// A hasher is a SHA-512, the digest it sums into, and R's encoding and a
+// key's (those verify.go hashes), kept for the next signature: bytes
+// written or summed through hash.Hash escape, and would be allocated at
+// every signature.
 type hasher struct {
 	h hash.Hash
 	d [sha512.Size]byte
 	r [32]byte
+	a [32]byte
 }
 
 // hashers keeps the hashers of signatures that have ended, at most
