@@ -99,6 +99,9 @@ type options struct {
 	// journal's regions (journal.go).
 	noJournal     bool
 	journalRegion int64
+	// journalRing: whether the journal syncs through an io_uring where
+	// the kernel has one (journalRing(), or a test's choice).
+	journalRing bool
 	// initialMap is bbolt's InitialMmapSize (defaultInitialMap).
 	initialMap int
 }
@@ -159,7 +162,7 @@ var _ Store = (*Bolt)(nil)
 
 // Open opens, or creates, the store in the bbolt file at path.
 func Open(path string, opts ...Option) (*Bolt, error) {
-	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, journalRegion: defaultJournalRegion, initialMap: defaultInitialMap}
+	o := options{pruneChunk: defaultPruneChunk, openTimeout: defaultOpenTimeout, logFlush: defaultLogFlush, journalRegion: defaultJournalRegion, journalRing: journalRing(), initialMap: defaultInitialMap}
 	o.index.flush, o.index.margin, o.index.fanIn, o.index.budget = defaultIndexFlush, defaultIndexMargin, defaultIndexFanIn, defaultIndexBudget
 	o.index.block = runBlock
 	for _, f := range opts {
@@ -257,9 +260,9 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 	// without the journal.
 	_, serr := os.Stat(journalPath(path))
 	if !o.noJournal || serr == nil {
-		if s.jr, err = openJournal(journalPath(path), o.journalRegion); err == nil {
+		if s.jr, err = openJournal(journalPath(path), o.journalRegion, o.journalRing && !o.noJournal); err == nil {
 			if err = s.replayJournal(); err != nil || o.noJournal {
-				s.jr.f.Close()
+				s.jr.close()
 			}
 		}
 		if err != nil {
@@ -292,7 +295,7 @@ func (s *Bolt) Close() error {
 			err = j.err // they stay in the journal, for the next Open
 		}
 		j.mu.Unlock()
-		if cerr := j.f.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
+		if cerr := j.close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 			err = cerr
 		}
 	}

@@ -31,3 +31,7 @@ func withNoFreelistSync() Option { return func(o *options) { o.noFreelistSync = 
 // withJournalRegion makes a new journal of regions of n bytes, so that a
 // test fills and reuses them (journal.go).
 func withJournalRegion(n int64) Option { return func(o *options) { o.journalRegion = n } }
+
+// withJournalRing has the journal sync through an io_uring, where the
+// kernel has one, or not, whatever the processors (journalRing).
+func withJournalRing(on bool) Option { return func(o *options) { o.journalRing = on } }
