@@ -180,7 +180,7 @@ func openJournal(path string, region int64, ring bool) (*journal, error) {
 // the kernel has one: when the server has more than one processor. On
 // two, the ring's sync cost a decision 10 % less CPU and the store made
 // 15 % more a second; on one, where the kernel's worker thread and the
-// server share the core, 2 to 13 % more CPU (SPEC-NOTES, "The journal's
+// server share the core, 2 to 15 % more CPU (SPEC-NOTES, "The journal's
 // sync through an io_uring").
 func journalRing() bool { return runtime.GOMAXPROCS(0) > 1 }
 
