@@ -16,9 +16,10 @@ import (
 // hops') again and again, so each scalar is split into four 64-bit quarters,
 // s = Σ s_i·2^(64i), and the four points [2^(64i)]A are computed once per
 // key: the sum then needs 63 doublings where one 253-bit scalar needs 252,
-// and the additions are as many as before. All of it is group arithmetic on
-// the whole curve, torsion and all, so R' is the same point, and the verdict
-// the same, as the one-scalar way; sig_test checks both against circl.
+// and the additions are about as many as before. All of it is group
+// arithmetic on the whole curve, torsion and all, so R' is the same point,
+// and the verdict the same, as the one-scalar way; verify_test checks both
+// against circl.
 //
 // The arithmetic is that of RFC 8032 §5.1.4 for a = −1 over
 // filippo.io/edwards25519's field: extended coordinates (X:Y:Z:T) with
