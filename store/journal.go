@@ -181,8 +181,23 @@ func openJournal(path string, region int64, ring bool) (*journal, error) {
 // two, the ring's sync cost a decision 10 % less CPU and the store made
 // 15 % more a second; on one, where the kernel's worker thread and the
 // server share the core, 2 to 15 % more CPU (SPEC-NOTES, "The journal's
-// sync through an io_uring").
+// sync through an io_uring"). A server opens its store before it adds its
+// spare processor (internal/serve), so this counts the processors it was
+// given.
 func journalRing() bool { return runtime.GOMAXPROCS(0) > 1 }
+
+// JournalSync names how the store makes a group of decisions durable, for
+// the server's log: "io_uring" or "fdatasync" through its journal, or
+// "bbolt" without one (WithoutJournal).
+func (s *Bolt) JournalSync() string {
+	switch {
+	case s.jr == nil:
+		return "bbolt"
+	case s.jr.ring != nil:
+		return "io_uring"
+	}
+	return "fdatasync"
+}
 
 // sync makes what was written to the journal durable.
 func (j *journal) sync() error {

@@ -60,8 +60,9 @@ func TestURingSync(t *testing.T) {
 }
 
 // TestJournalRing runs a store's journal through the ring and through
-// fdatasync(2): the decisions put are read back, before and after the
-// store is closed and opened again (with the other way of syncing).
+// fdatasync(2), and checks the way JournalSync names: the decisions put are
+// read back, before and after the store is closed and opened again without
+// the journal.
 func TestJournalRing(t *testing.T) {
 	hasRing := ringOrWhyNot(t) != nil
 	sc := pathwaysScenario(t, 3, 8)
@@ -69,8 +70,12 @@ func TestJournalRing(t *testing.T) {
 	for _, ring := range []bool{true, false} {
 		path := filepath.Join(t.TempDir(), "waisteer.db")
 		s := openTestBolt(t, path, withJournalRing(ring))
-		if got := s.jr.ring != nil; got != (ring && hasRing) {
-			t.Fatalf("ring %v: the journal's ring is set: %v", ring, got)
+		want := "fdatasync"
+		if ring && hasRing {
+			want = "io_uring"
+		}
+		if got := s.JournalSync(); got != want || (s.jr.ring != nil) != (want == "io_uring") {
+			t.Fatalf("ring %v: the store syncs by %s, want %s", ring, got, want)
 		}
 		for i := 0; i < len(ms); i += 5 {
 			g := ms[i:min(i+5, len(ms))]
@@ -89,7 +94,10 @@ func TestJournalRing(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		c := openTestBolt(t, path, withJournalRing(!ring))
-		check(c, "opened again")
+		c := openTestBolt(t, path, withJournalRing(!ring), WithoutJournal())
+		check(c, "opened again without the journal")
+		if got := c.JournalSync(); got != "bbolt" {
+			t.Fatalf("without the journal, the store syncs by %s", got)
+		}
 	}
 }

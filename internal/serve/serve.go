@@ -127,7 +127,7 @@ func OpenStore(ctx context.Context, sc StoreConfig, dir string, logger *slog.Log
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the store %s: %w", path, err)
 	}
-	logger.Info("store opened", "path", path)
+	logger.Info("store opened", "path", path, "sync", st.JournalSync())
 	return st, store.NewLoads(), nil
 }
 
