@@ -99,19 +99,28 @@ func (s *Bolt) PutDecisions(ctx context.Context, ev []Evidence, ds []Decision) e
 			return err
 		}
 	}
-	return s.putDecisions(ev, ds, 0)
+	return s.putDecisions(ev, ds, nil, 0)
 }
 
 // putDecisions writes the decisions to the file in one commit, which
 // records seq as the journal's last group applied when it is not 0.
-func (s *Bolt) putDecisions(ev []Evidence, ds []Decision, seq uint64) error {
+func (s *Bolt) putDecisions(ev []Evidence, ds []Decision, rs []Record, seq uint64) error {
 	var fresh map[decisionContext]uint64 // contexts this update added
-	var ch indexChange
+	var ch, rch indexChange
 	var lch logChange
 	s.ix.mu.Lock()
 	defer s.ix.mu.Unlock()
+	if len(rs) > 0 {
+		s.rx.mu.Lock() // after ix.mu, as nowhere else holds both
+		defer s.rx.mu.Unlock()
+	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		fresh, ch, lch = nil, indexChange{}, logChange{}
+		fresh, ch, rch, lch = nil, indexChange{}, indexChange{}, logChange{}
+		if len(rs) > 0 {
+			if err := s.putRecordsTx(tx, rs, nil, &rch); err != nil {
+				return err
+			}
+		}
 		b := decisionBucketsOf(tx)
 		through := indexThrough(tx)
 		// One arena for the rows and keys: bbolt keeps the slices given to
@@ -220,6 +229,9 @@ func (s *Bolt) putDecisions(ev []Evidence, ds []Decision, seq uint64) error {
 		return err
 	}
 	s.ix.apply(&ch)
+	if len(rs) > 0 {
+		s.rx.apply(&rch)
+	}
 	s.lg.apply(&lch)
 	if len(fresh) > 0 {
 		s.mu.Lock()

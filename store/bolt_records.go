@@ -52,78 +52,48 @@ func recordKey(dst []byte, end uint64, digest *sig.Hash) []byte {
 	return append(binary.BigEndian.AppendUint64(dst, end), digest[:]...)
 }
 
-// PutRecords stores the records not yet held, in one durable write, and
-// reports which were new. A record's digest covers its end (COMPANION §5),
-// so a record held is held under the key it would be put at.
+// PutRecords stores the records not yet held, durably, and reports which
+// were new. A record's digest covers its end (COMPANION §5), so a record
+// held is held under the key it would be put at. With a journal, the
+// records are made durable there and applied to the file a little later
+// (journal.go); without, they are written to the file in one commit.
 func (s *Bolt) PutRecords(ctx context.Context, rs []Record) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	added := make([]bool, len(rs))
-	// One arena for the keys and values: bbolt keeps the slices given to
-	// Put until the transaction ends. The bytes are copied, since the
-	// caller's may be a request's, reused once it is answered.
-	size := 0
-	for i := range rs {
-		size += recordKeySize + recordEndKeySize + recordEndValSize + 8 + indexEntrySize + len(rs[i].Raw)
+	if s.jr == nil {
+		return s.putRecords(rs)
 	}
+	return s.jr.appendRecords(ctx, rs, s.recordsHeld, s.putRecords)
+}
+
+// recordsHeld reports, for each record not set in skip, whether the file
+// holds its row.
+func (s *Bolt) recordsHeld(rs []Record, skip []bool) ([]bool, error) {
+	held := make([]bool, len(rs))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		rows := tx.Bucket(bucketRecordRows)
+		key := make([]byte, 0, recordKeySize)
+		for i := range rs {
+			if !skip[i] {
+				held[i] = rows.Get(recordKey(key[:0], rs[i].End, &rs[i].Digest)) != nil
+			}
+		}
+		return nil
+	})
+	return held, err
+}
+
+// putRecords writes the records not yet held to the file in one commit,
+// and reports which were new.
+func (s *Bolt) putRecords(rs []Record) ([]bool, error) {
+	added := make([]bool, len(rs))
 	var ch indexChange
 	s.rx.mu.Lock()
 	defer s.rx.mu.Unlock()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		ch = indexChange{}
-		arena := make([]byte, 0, size)
-		rows, ends, digests := tx.Bucket(bucketRecordRows), tx.Bucket(bucketRecordEnds), tx.Bucket(bucketRecordDigests)
-		pending := tx.Bucket(bucketRecordPending)
-		rows.FillPercent, ends.FillPercent, pending.FillPercent = appendFill, appendFill, 1
-		for i := range rs {
-			r := &rs[i]
-			start := len(arena)
-			arena = recordKey(arena, r.End, &r.Digest)
-			key := arena[start:len(arena):len(arena)]
-			if rows.Get(key) != nil {
-				arena = arena[:start]
-				added[i] = false
-				continue
-			}
-			start = len(arena)
-			arena = append(arena, r.Raw...)
-			if err := rows.Put(key, arena[start:len(arena):len(arena)]); err != nil {
-				return err
-			}
-			start = len(arena)
-			arena = append(arena, r.Room[:]...)
-			arena = append(arena, key...)
-			k := arena[start:len(arena):len(arena)]
-			start = len(arena)
-			arena = append(arena, r.Hop[:]...)
-			arena = binary.BigEndian.AppendUint64(arena, r.Start)
-			if err := ends.Put(k, arena[start:len(arena):len(arena)]); err != nil {
-				return err
-			}
-			added[i] = true
-			if r.End < s.rx.pruned {
-				// Before what Prune removed, which merges leave out:
-				// indexed on its own.
-				if err := digests.Put(key[8:], key[:8]); err != nil {
-					return err
-				}
-				continue
-			}
-			seq, err := pending.NextSequence()
-			if err != nil {
-				return err
-			}
-			start = len(arena)
-			arena = binary.BigEndian.AppendUint64(arena, seq)
-			arena = append(arena, r.Digest[:]...)
-			arena = binary.BigEndian.AppendUint64(arena, r.End)
-			if err := pending.Put(arena[start:start+8:start+8], arena[start+8:len(arena):len(arena)]); err != nil {
-				return err
-			}
-			ch.added++
-		}
-		return s.rx.maintain(tx, &ch, max(s.rx.budget, 16*len(rs)))
+		return s.putRecordsTx(tx, rs, added, &ch)
 	})
 	if err != nil {
 		return nil, err
@@ -132,8 +102,79 @@ func (s *Bolt) PutRecords(ctx context.Context, rs []Record) ([]bool, error) {
 	return added, nil
 }
 
-// Record returns the WMH1 bytes of the record with the digest.
+// putRecordsTx puts the records not yet held, in tx, with their share of
+// the index's upkeep, and sets added (when not nil) for those it put. The
+// caller holds rx.mu.
+func (s *Bolt) putRecordsTx(tx *bolt.Tx, rs []Record, added []bool, ch *indexChange) error {
+	// One arena for the keys and values: bbolt keeps the slices given to
+	// Put until the transaction ends. The bytes are copied, since the
+	// caller's may be a request's, reused once it is answered.
+	size := 0
+	for i := range rs {
+		size += recordKeySize + recordEndKeySize + recordEndValSize + 8 + indexEntrySize + len(rs[i].Raw)
+	}
+	arena := make([]byte, 0, size)
+	rows, ends, digests := tx.Bucket(bucketRecordRows), tx.Bucket(bucketRecordEnds), tx.Bucket(bucketRecordDigests)
+	pending := tx.Bucket(bucketRecordPending)
+	rows.FillPercent, ends.FillPercent, pending.FillPercent = appendFill, appendFill, 1
+	for i := range rs {
+		r := &rs[i]
+		start := len(arena)
+		arena = recordKey(arena, r.End, &r.Digest)
+		key := arena[start:len(arena):len(arena)]
+		if rows.Get(key) != nil {
+			arena = arena[:start]
+			continue
+		}
+		start = len(arena)
+		arena = append(arena, r.Raw...)
+		if err := rows.Put(key, arena[start:len(arena):len(arena)]); err != nil {
+			return err
+		}
+		start = len(arena)
+		arena = append(arena, r.Room[:]...)
+		arena = append(arena, key...)
+		k := arena[start:len(arena):len(arena)]
+		start = len(arena)
+		arena = append(arena, r.Hop[:]...)
+		arena = binary.BigEndian.AppendUint64(arena, r.Start)
+		if err := ends.Put(k, arena[start:len(arena):len(arena)]); err != nil {
+			return err
+		}
+		if added != nil {
+			added[i] = true
+		}
+		if r.End < s.rx.pruned {
+			// Before what Prune removed, which merges leave out:
+			// indexed on its own.
+			if err := digests.Put(key[8:], key[:8]); err != nil {
+				return err
+			}
+			continue
+		}
+		seq, err := pending.NextSequence()
+		if err != nil {
+			return err
+		}
+		start = len(arena)
+		arena = binary.BigEndian.AppendUint64(arena, seq)
+		arena = append(arena, r.Digest[:]...)
+		arena = binary.BigEndian.AppendUint64(arena, r.End)
+		if err := pending.Put(arena[start:start+8:start+8], arena[start+8:len(arena):len(arena)]); err != nil {
+			return err
+		}
+		ch.added++
+	}
+	return s.rx.maintain(tx, ch, max(s.rx.budget, 16*len(rs)))
+}
+
+// Record returns the WMH1 bytes of the record with the digest. One not in
+// the file may be in a group of the journal not applied yet (settled).
 func (s *Bolt) Record(ctx context.Context, digest sig.Hash) ([]byte, error) {
+	return settled(s, ctx, func() ([]byte, error) { return s.record(ctx, digest) })
+}
+
+func (s *Bolt) record(ctx context.Context, digest sig.Hash) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -157,10 +198,17 @@ func (s *Bolt) Record(ctx context.Context, digest sig.Hash) ([]byte, error) {
 // Records calls fn for each record of the room whose end is after since, in
 // ascending order of end. It reads them in groups, each in its own read
 // transaction, and calls fn outside any: a long read transaction would hold
-// back the writers that grow the file.
+// back the writers that grow the file. The records journaled before it are
+// applied first, at once (a room reads its records when it opens or its
+// key log changes, not per request).
 func (s *Bolt) Records(ctx context.Context, room sig.Hash, since uint64, fn func(Record) error) error {
 	if since == 1<<64-1 {
 		return ctx.Err() // no end is after it
+	}
+	if j := s.jr; j != nil {
+		if err := j.waitApplied(ctx, j.seq.Load(), true); err != nil {
+			return err
+		}
 	}
 	seek := make([]byte, 0, recordEndKeySize+1)
 	seek = append(seek, room[:]...)

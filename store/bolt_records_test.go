@@ -90,11 +90,17 @@ func (ref refRecords) check(t *testing.T, s *Bolt, gone []Record, rooms []sig.Ha
 // across groups, a reopen (the index's state read again), and Prune
 // (records before the cutoff gone, the others found; one put again after
 // it is found again, through record_digests). The store's invariants are
-// checked when the test ends (openTestBolt).
+// checked when the test ends (openTestBolt). It runs with the journal,
+// through which records are put (journal.go), and without.
 func TestRecordsByDigestAndEnd(t *testing.T) {
+	t.Run("journal", func(t *testing.T) { testRecordsByDigestAndEnd(t) })
+	t.Run("without journal", func(t *testing.T) { testRecordsByDigestAndEnd(t, WithoutJournal()) })
+}
+
+func testRecordsByDigestAndEnd(t *testing.T, more ...Option) {
 	const sec = 1_000_000
 	path := filepath.Join(t.TempDir(), "waisteer.db")
-	opts := []Option{withIndex(64, 0, 4, 32), WithPruneChunk(50)}
+	opts := append([]Option{withIndex(64, 0, 4, 32), WithPruneChunk(50)}, more...)
 	s := openTestBolt(t, path, opts...)
 	rng := rand.New(rand.NewPCG(30, 1))
 	rooms := []sig.Hash{{1}, {2}, {3}}
@@ -156,6 +162,9 @@ func TestRecordsByDigestAndEnd(t *testing.T) {
 	}
 	// The test reaches what it means to: merged runs, and no record
 	// indexed on its own before Prune.
+	if err := s.settle(bg); err != nil {
+		t.Fatal(err)
+	}
 	if !slices.ContainsFunc(s.rx.runs, func(r runInfo) bool { return r.level > 0 }) {
 		t.Fatalf("runs %+v of the records' index: the test reaches no merge", s.rx.runs)
 	}
@@ -196,9 +205,13 @@ func TestRecordsByDigestAndEnd(t *testing.T) {
 	ref.check(t, s, gone, rooms, sinces)
 }
 
-// digestsHeld is the count of records indexed on their own.
+// digestsHeld is the count of records indexed on their own, once the
+// records journaled are applied.
 func digestsHeld(s *Bolt) int {
 	n := 0
+	if s.settle(bg) != nil {
+		return -1
+	}
 	s.db.View(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketRecordDigests).Stats().KeyN
 		return nil

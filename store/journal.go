@@ -29,6 +29,18 @@ package store
 //	         decisions u32 BE n, then n of: digest 32, room 32, policy 32,
 //	         t u64 BE, signer 32, evidence 32, length u32 BE, and the row
 //	         AppendDecisionRow writes
+//	         records, only in an entry of records: u32 BE n, then n of:
+//	         digest 32, room 32, hop 32, start u64 BE, end u64 BE,
+//	         length u32 BE, and the WMH1 bytes
+//
+// The hops' records go through the journal too (PutRecords), in entries
+// of their own: a group of records paid a bbolt commit (two syncs, and
+// the pages of four buckets and an index written) where an entry is one
+// write and one sync, and the applier applies the records of many entries
+// in one commit. Records alone linger longer before they are applied
+// (journalRecordsLinger), since no steering waits for them to be read
+// back; decisions pending cut that short. An entry of decisions alone is
+// written as before, so a journal that holds no records reads as it did.
 //
 // A region is reused only once every entry in it is applied, so an entry
 // left from a region's earlier use has a number below those written after
@@ -75,6 +87,13 @@ const (
 	// 5.1 ms (waisteer bench, SPEC-NOTES "A journal in front of bbolt").
 	journalLinger   = 10 * time.Millisecond
 	journalApplyMax = 128
+	// journalRecordsLinger is how long groups of records alone wait to be
+	// applied, unless journalRecordsEnough of their records are pending:
+	// at a thousand records a second (issue 30's hops), a commit of a
+	// quarter of a second's instead of one each 25 ms POSTs' group
+	// (commit.Records).
+	journalRecordsLinger = 250 * time.Millisecond
+	journalRecordsEnough = 4096
 	// journalRetry spaces the applier's attempts while the file refuses
 	// them.
 	journalRetry = 100 * time.Millisecond
@@ -99,6 +118,7 @@ type journalGroup struct {
 	seq uint64
 	ev  []Evidence
 	ds  []Decision
+	rs  []Record
 }
 
 // journal is a Bolt's journal: its writer's state (wmu), and the groups
@@ -116,6 +136,7 @@ type journal struct {
 
 	mu      sync.Mutex
 	pending []journalGroup
+	records map[sig.Hash]struct{} // the digests of the pending groups' records
 	applied uint64
 	err     error         // the last apply's
 	changed chan struct{} // closed, and replaced, when applied or err changes
@@ -127,6 +148,7 @@ type journal struct {
 	// (BenchmarkGroupCommit).
 	applyEv []Evidence
 	applyDs []Decision
+	applyRs []Record
 
 	replayed int // the entries Open applied again
 	applies  int // the applier's commits (mu)
@@ -166,7 +188,7 @@ func openJournal(path string, region int64, ring bool) (*journal, error) {
 		return nil, fmt.Errorf("store: journal %s has %d bytes, not two regions", path, fi.Size())
 	}
 	j := &journal{
-		f: f, region: fi.Size() / 2, changed: make(chan struct{}),
+		f: f, region: fi.Size() / 2, changed: make(chan struct{}), records: map[sig.Hash]struct{}{},
 		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -267,16 +289,72 @@ func (j *journal) appendEntry(ctx context.Context, ev []Evidence, ds []Decision)
 	if !journalable(ev, ds) {
 		return errJournalSkip
 	}
-	b, err := appendJournalPayload(make([]byte, journalHeader, journalHeader+journalPayloadSize(ev, ds)), ev, ds)
+	b, err := appendJournalPayload(make([]byte, journalHeader, journalHeader+journalPayloadSize(ev, ds, nil)), ev, ds, nil)
 	if err != nil {
 		return err
 	}
 	if int64(len(b)) > j.region {
 		return errJournalSkip
 	}
-	payload := b[journalHeader:]
 	j.wmu.Lock()
 	defer j.wmu.Unlock()
+	return j.writeEntry(ctx, b)
+}
+
+// appendRecords makes the records of rs not held yet durable in the
+// journal, as one entry, queues them to be applied, and reports which were
+// new: a record is held when the file has its row or a pending group has
+// its digest, and one given twice in rs is new once. held reports, for
+// each record of rs not set in skip, whether the file has it, in a read
+// begun after the call. Records too many for a region are written
+// through direct, after the groups before them are applied.
+func (j *journal) appendRecords(ctx context.Context, rs []Record, held func(rs []Record, skip []bool) ([]bool, error), direct func([]Record) ([]bool, error)) ([]bool, error) {
+	j.wmu.Lock() // no entry is written, nor a group added, until this one is
+	defer j.wmu.Unlock()
+	// First the pending groups, then the file: the applier forgets a
+	// group's digests only once its commit is in the file, so a record
+	// being applied meanwhile is found in one or the other.
+	skip := make([]bool, len(rs))
+	j.mu.Lock()
+	given := make(map[sig.Hash]bool, len(rs))
+	for i := range rs {
+		_, pending := j.records[rs[i].Digest]
+		skip[i] = pending || given[rs[i].Digest]
+		given[rs[i].Digest] = true
+	}
+	j.mu.Unlock()
+	inFile, err := held(rs, skip)
+	if err != nil {
+		return nil, err
+	}
+	added := make([]bool, len(rs))
+	var fresh []Record
+	for i := range rs {
+		if added[i] = !skip[i] && !inFile[i]; added[i] {
+			fresh = append(fresh, rs[i])
+		}
+	}
+	if len(fresh) == 0 {
+		return added, nil // nothing to make durable
+	}
+	b, err := appendJournalPayload(make([]byte, journalHeader, journalHeader+journalPayloadSize(nil, nil, fresh)), nil, nil, fresh)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > j.region {
+		if err := j.waitApplied(ctx, j.seq.Load(), true); err != nil {
+			return nil, err
+		}
+		return direct(rs)
+	}
+	return added, j.writeEntry(ctx, b)
+}
+
+// writeEntry writes the entry b (its header's room, then its payload),
+// makes it durable, and queues its group to be applied. The caller holds
+// wmu.
+func (j *journal) writeEntry(ctx context.Context, b []byte) error {
+	payload := b[journalHeader:]
 	if j.off+int64(len(b)) > j.region {
 		other := 1 - j.cur
 		if err := j.waitApplied(ctx, j.last[other], true); err != nil {
@@ -309,6 +387,9 @@ func (j *journal) appendEntry(ctx context.Context, ev []Evidence, ds []Decision)
 	j.last[j.cur] = seq
 	j.mu.Lock()
 	j.pending = append(j.pending, g)
+	for i := range g.rs {
+		j.records[g.rs[i].Digest] = struct{}{}
+	}
 	j.mu.Unlock()
 	j.seq.Store(seq)
 	signal(j.kick)
@@ -418,15 +499,28 @@ func (s *Bolt) applier() {
 			s.applyPending()
 			return
 		}
-		linger.Reset(journalLinger)
-		select {
-		case <-linger.C:
-		case <-j.hurry:
-			linger.Stop()
-		case <-j.stop:
-			linger.Stop()
-			s.applyPending()
-			return
+		wait := j.linger()
+		linger.Reset(wait)
+	lingering:
+		for {
+			select {
+			case <-linger.C:
+				break lingering
+			case <-j.hurry:
+				linger.Stop()
+				break lingering
+			case <-j.kick:
+				// Decisions joined records lingering: they wait no
+				// longer than they would have alone.
+				if wait > journalLinger && j.linger() == journalLinger {
+					wait = journalLinger
+					linger.Reset(wait)
+				}
+			case <-j.stop:
+				linger.Stop()
+				s.applyPending()
+				return
+			}
 		}
 		for s.applyPending() != nil {
 			linger.Reset(journalRetry)
@@ -439,6 +533,23 @@ func (s *Bolt) applier() {
 			}
 		}
 	}
+}
+
+// linger is how long the pending groups wait to be applied:
+// journalRecordsLinger while they hold records alone, fewer than
+// journalRecordsEnough, and journalLinger otherwise.
+func (j *journal) linger() time.Duration {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.records) >= journalRecordsEnough {
+		return journalLinger
+	}
+	for i := range j.pending {
+		if len(j.pending[i].ds) > 0 {
+			return journalLinger
+		}
+	}
+	return journalRecordsLinger
 }
 
 // applyPending applies the groups pending now, in commits of at most
@@ -476,6 +587,11 @@ func (s *Bolt) applySome() (more bool, err error) {
 	if err == nil {
 		j.applies++
 		j.applied = batch[len(batch)-1].seq
+		for _, g := range batch {
+			for i := range g.rs {
+				delete(j.records, g.rs[i].Digest)
+			}
+		}
 		clear(j.pending[:len(batch)]) // batch's too: nothing of the groups is kept
 		j.pending = j.pending[len(batch):]
 	}
@@ -500,11 +616,12 @@ func (s *Bolt) applyGroups(gs []journalGroup) (err error) {
 	for _, g := range gs {
 		n += len(g.ds)
 	}
-	ev, ds := j.applyEv[:0], slices.Grow(j.applyDs[:0], n)
+	ev, ds, rs := j.applyEv[:0], slices.Grow(j.applyDs[:0], n), j.applyRs[:0]
 	defer func() {
 		clear(ev)
 		clear(ds) // nothing of the groups is kept once applied
-		j.applyEv, j.applyDs = ev[:0], ds[:0]
+		clear(rs)
+		j.applyEv, j.applyDs, j.applyRs = ev[:0], ds[:0], rs[:0]
 	}()
 	for _, g := range gs {
 		for _, e := range g.ev {
@@ -513,8 +630,9 @@ func (s *Bolt) applyGroups(gs []journalGroup) (err error) {
 			}
 		}
 		ds = append(ds, g.ds...)
+		rs = append(rs, g.rs...)
 	}
-	return s.putDecisions(ev, ds, gs[len(gs)-1].seq)
+	return s.putDecisions(ev, ds, rs, gs[len(gs)-1].seq)
 }
 
 // replayJournal applies the journal's entries the file does not hold
@@ -556,8 +674,8 @@ func (s *Bolt) replayJournal() error {
 	}
 	for start := 0; start < run; {
 		end, n := start, 0
-		for end < run && (n == 0 || n+len(found[end].ds) <= 1<<16) {
-			n += len(found[end].ds)
+		for end < run && (n == 0 || n+len(found[end].ds)+len(found[end].rs) <= 1<<16) {
+			n += len(found[end].ds) + len(found[end].rs)
 			end++
 		}
 		if err := s.applyGroups(found[start:end]); err != nil {
@@ -577,7 +695,7 @@ func (s *Bolt) replayJournal() error {
 				return fmt.Errorf("store: journal: %w", err)
 			}
 		}
-		if err := fdatasync(j.f); err != nil {
+		if err := j.sync(); err != nil {
 			return fmt.Errorf("store: journal: %w", err)
 		}
 	}
@@ -647,7 +765,9 @@ func readJournalRegion(r *io.SectionReader) ([]journalGroup, error) {
 
 const journalDecisionFixed = 3*sig.HashSize + 8 + sig.PublicKeySize + sig.HashSize + 4
 
-func journalPayloadSize(ev []Evidence, ds []Decision) int {
+const journalRecordFixed = 2*sig.HashSize + sig.PublicKeySize + 8 + 8 + 4
+
+func journalPayloadSize(ev []Evidence, ds []Decision, rs []Record) int {
 	n := 8
 	for i := range ev {
 		n += sig.HashSize + 4 + len(ev[i].Body)
@@ -655,12 +775,19 @@ func journalPayloadSize(ev []Evidence, ds []Decision) int {
 	for i := range ds {
 		n += journalDecisionFixed + 96 + 10*len(ds[i].Loads)
 	}
+	if len(rs) > 0 {
+		n += 4
+	}
+	for i := range rs {
+		n += journalRecordFixed + len(rs[i].Raw)
+	}
 	return n
 }
 
 // appendJournalPayload appends an entry's payload: the snapshots that the
-// decisions name, then the decisions.
-func appendJournalPayload(b []byte, ev []Evidence, ds []Decision) ([]byte, error) {
+// decisions name, then the decisions, then, when there are any, the
+// records.
+func appendJournalPayload(b []byte, ev []Evidence, ds []Decision, rs []Record) ([]byte, error) {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ev)))
 	for i := range ev {
 		b = append(b, ev[i].Key[:]...)
@@ -683,6 +810,20 @@ func appendJournalPayload(b []byte, ev []Evidence, ds []Decision) ([]byte, error
 			return nil, err
 		}
 		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	}
+	if len(rs) == 0 {
+		return b, nil
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(rs)))
+	for i := range rs {
+		r := &rs[i]
+		b = append(b, r.Digest[:]...)
+		b = append(b, r.Room[:]...)
+		b = append(b, r.Hop[:]...)
+		b = binary.BigEndian.AppendUint64(b, r.Start)
+		b = binary.BigEndian.AppendUint64(b, r.End)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Raw)))
+		b = append(b, r.Raw...)
 	}
 	return b, nil
 }
@@ -760,8 +901,33 @@ func parseJournalPayload(b []byte) (journalGroup, error) {
 			return g, reason.New(reason.Malformed, "%v", err)
 		}
 	}
+	if len(b) == 0 {
+		return g, nil
+	}
+	if n, err = u32(); err != nil {
+		return g, err
+	}
+	if n == 0 || n > len(b)/journalRecordFixed {
+		return g, reason.New(reason.Malformed, "a journal entry of %d records in %d bytes", n, len(b))
+	}
+	g.rs = make([]Record, n)
+	for i := range g.rs {
+		fixed, err := take(journalRecordFixed)
+		if err != nil {
+			return g, err
+		}
+		r := &g.rs[i]
+		r.Digest = sig.Hash(fixed[0:])
+		r.Room = sig.Hash(fixed[sig.HashSize:])
+		r.Hop = sig.PublicKey(fixed[2*sig.HashSize:])
+		r.Start = binary.BigEndian.Uint64(fixed[2*sig.HashSize+sig.PublicKeySize:])
+		r.End = binary.BigEndian.Uint64(fixed[2*sig.HashSize+sig.PublicKeySize+8:])
+		if r.Raw, err = take(int(binary.BigEndian.Uint32(fixed[journalRecordFixed-4:]))); err != nil {
+			return g, err
+		}
+	}
 	if len(b) != 0 {
-		return g, reason.New(reason.Malformed, "%d bytes after a journal entry's decisions", len(b))
+		return g, reason.New(reason.Malformed, "%d bytes after a journal entry's records", len(b))
 	}
 	return g, nil
 }

@@ -327,7 +327,7 @@ func TestJournalEntry(t *testing.T) {
 	sc := pathwaysScenario(t, 3, 8)
 	ms := makeDecisions(t, sc, 36, 9, 6*scenario.Period, 50_000)
 	ev, ds := evidenceOf(ms), rowsOf(ms)
-	b, err := appendJournalPayload(nil, ev, ds)
+	b, err := appendJournalPayload(nil, ev, ds, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,8 +407,14 @@ func FuzzJournalRegion(f *testing.F) {
 	sc := pathwaysScenario(f, 3, 8)
 	ms := makeDecisions(f, sc, 38, 4, 6*scenario.Period, 50_000)
 	var region []byte
-	for i, seq := 0, uint64(7); i < len(ms); i, seq = i+2, seq+1 {
-		p, err := appendJournalPayload(nil, evidenceOf(ms[i:i+2]), rowsOf(ms[i:i+2]))
+	for i, seq := 0, uint64(7); i <= len(ms); i, seq = i+2, seq+1 {
+		var p []byte
+		var err error
+		if i < len(ms) {
+			p, err = appendJournalPayload(nil, evidenceOf(ms[i:i+2]), rowsOf(ms[i:i+2]), nil)
+		} else {
+			p, err = appendJournalPayload(nil, nil, nil, []Record{recordAt(sig.Hash{1}, 2, 3_000_000, 4)}) // an entry of records
+		}
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -431,11 +437,11 @@ func FuzzJournalRegion(f *testing.F) {
 			if i > 0 && g.seq != gs[i-1].seq+1 {
 				t.Fatalf("entries %d and %d read in a row", gs[i-1].seq, g.seq)
 			}
-			p, err := appendJournalPayload(nil, g.ev, g.ds)
+			p, err := appendJournalPayload(nil, g.ev, g.ds, g.rs)
 			if err != nil {
 				t.Fatalf("entry %d read, and refused written: %v", g.seq, err)
 			}
-			if q, err := parseJournalPayload(p); err != nil || len(q.ds) != len(g.ds) {
+			if q, err := parseJournalPayload(p); err != nil || len(q.ds) != len(g.ds) || len(q.rs) != len(g.rs) {
 				t.Fatalf("entry %d written back does not read: %v", g.seq, err)
 			}
 		}
@@ -447,19 +453,24 @@ func FuzzJournalRegion(f *testing.F) {
 func FuzzJournalPayload(f *testing.F) {
 	sc := pathwaysScenario(f, 3, 8)
 	ms := makeDecisions(f, sc, 39, 3, 6*scenario.Period, 50_000)
-	p, err := appendJournalPayload(nil, evidenceOf(ms), rowsOf(ms))
+	p, err := appendJournalPayload(nil, evidenceOf(ms), rowsOf(ms), nil)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(p)
 	f.Add(p[:len(p)/2])
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0})
+	rp, err := appendJournalPayload(nil, nil, nil, []Record{recordAt(sig.Hash{1}, 2, 3_000_000, 4), recordAt(sig.Hash{1}, 3, 4_000_000, 5)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rp)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g, err := parseJournalPayload(b)
 		if err != nil {
 			return
 		}
-		again, err := appendJournalPayload(nil, g.ev, g.ds)
+		again, err := appendJournalPayload(nil, g.ev, g.ds, g.rs)
 		if err != nil || !bytes.Equal(again, b) {
 			t.Fatalf("a payload of %d bytes read, written back as %d bytes (%v)", len(b), len(again), err)
 		}

@@ -40,8 +40,9 @@ type recordJob struct {
 // recordLinger from its first POST, for more: hops post every few seconds,
 // apart, so that at a thousand POSTs a second hardly any is being checked
 // when the last write returns, and every POST would pay a durable write of
-// its own, two syncs, several times what checking its record costs (issue
-// 30: 1 000 records a second within a tenth of a core). A hop waits for
+// its own (on bbolt, a journal entry's sync, store/journal.go; on
+// PostgreSQL, a transaction's), several times what checking its record
+// costs (issue 30: 1 000 records a second within a tenth of a core). A hop waits for
 // its answer recordLinger more at most, which no steering reads: a record
 // counts once it is durable, as before.
 type Records struct {
