@@ -82,6 +82,25 @@ func (ref refRecords) check(t *testing.T, s *Bolt, gone []Record, rooms []sig.Ha
 	}
 }
 
+// put puts rs, checks that PutRecords reports new exactly the records the
+// reference does not hold (one given twice in rs, once), and adds them.
+func (ref refRecords) put(t *testing.T, s *Bolt, rs []Record) {
+	t.Helper()
+	added, err := s.PutRecords(bg, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[sig.Hash]bool{}
+	for i, r := range rs {
+		_, held := ref[r.Digest]
+		if want := !held && !seen[r.Digest]; added[i] != want {
+			t.Fatalf("record %s (end %d): added %t, want %t", r.Digest, r.End, added[i], want)
+		}
+		seen[r.Digest] = true
+		ref[r.Digest] = r
+	}
+}
+
 // TestRecordsByDigestAndEnd: records keyed by end and digest, with their
 // index by digest (bolt_records.go, issue 30), are found by digest and by
 // room and end as a brute-force reference holds them, through cuts and
@@ -109,19 +128,7 @@ func testRecordsByDigestAndEnd(t *testing.T, more ...Option) {
 	var all []Record
 	put := func(rs []Record) {
 		t.Helper()
-		added, err := s.PutRecords(bg, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := map[sig.Hash]bool{}
-		for i, r := range rs {
-			_, held := ref[r.Digest]
-			if want := !held && !seen[r.Digest]; added[i] != want {
-				t.Fatalf("record %s (end %d): added %t, want %t", r.Digest, r.End, added[i], want)
-			}
-			seen[r.Digest] = true
-			ref[r.Digest] = r
-		}
+		ref.put(t, s, rs)
 	}
 	salt := uint64(0)
 	next := func(end uint64) Record {

@@ -35,19 +35,7 @@ func TestJournalRecordsCrash(t *testing.T) {
 	end := uint64(1_790_000_000_000_000)
 	put := func(rs []Record) {
 		t.Helper()
-		added, err := s.PutRecords(bg, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := map[sig.Hash]bool{}
-		for i, r := range rs {
-			_, held := ref[r.Digest]
-			if want := !held && !seen[r.Digest]; added[i] != want {
-				t.Fatalf("record %s: added %t, want %t", r.Digest, added[i], want)
-			}
-			seen[r.Digest] = true
-			ref[r.Digest] = r
-		}
+		ref.put(t, s, rs)
 		all = append(all, rs...)
 	}
 	crashes, replayed, large := 0, 0, 0
