@@ -168,10 +168,19 @@ func (s *Bolt) putRecordsTx(tx *bolt.Tx, rs []Record, added []bool, ch *indexCha
 	return s.rx.maintain(tx, ch, max(s.rx.budget, 16*len(rs)))
 }
 
-// Record returns the WMH1 bytes of the record with the digest. One not in
-// the file may be in a group of the journal not applied yet (settled).
+// Record returns the WMH1 bytes of the record with the digest, from a
+// group of the journal not applied yet or from the file.
 func (s *Bolt) Record(ctx context.Context, digest sig.Hash) ([]byte, error) {
-	return settled(s, ctx, func() ([]byte, error) { return s.record(ctx, digest) })
+	// The pending groups first, then the file, as appendRecords looks: the
+	// applier forgets a group's records only once its commit is in the
+	// file, so a record put before the call is found in one or the other,
+	// and a miss waits for no commit.
+	if j := s.jr; j != nil {
+		if raw, ok := j.pendingRecord(digest); ok {
+			return raw, nil
+		}
+	}
+	return s.record(ctx, digest)
 }
 
 func (s *Bolt) record(ctx context.Context, digest sig.Hash) ([]byte, error) {

@@ -136,7 +136,7 @@ type journal struct {
 
 	mu      sync.Mutex
 	pending []journalGroup
-	records map[sig.Hash]struct{} // the digests of the pending groups' records
+	records map[sig.Hash]Record // the pending groups' records, by digest
 	applied uint64
 	err     error         // the last apply's
 	changed chan struct{} // closed, and replaced, when applied or err changes
@@ -188,7 +188,7 @@ func openJournal(path string, region int64, ring bool) (*journal, error) {
 		return nil, fmt.Errorf("store: journal %s has %d bytes, not two regions", path, fi.Size())
 	}
 	j := &journal{
-		f: f, region: fi.Size() / 2, changed: make(chan struct{}), records: map[sig.Hash]struct{}{},
+		f: f, region: fi.Size() / 2, changed: make(chan struct{}), records: map[sig.Hash]Record{},
 		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -388,12 +388,21 @@ func (j *journal) writeEntry(ctx context.Context, b []byte) error {
 	j.mu.Lock()
 	j.pending = append(j.pending, g)
 	for i := range g.rs {
-		j.records[g.rs[i].Digest] = struct{}{}
+		j.records[g.rs[i].Digest] = g.rs[i]
 	}
 	j.mu.Unlock()
 	j.seq.Store(seq)
 	signal(j.kick)
 	return nil
+}
+
+// pendingRecord returns a copy of the WMH1 bytes of the record with the
+// given digest in a pending group, if one holds it.
+func (j *journal) pendingRecord(digest sig.Hash) ([]byte, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r, ok := j.records[digest]
+	return clone(r.Raw), ok
 }
 
 // journalable reports whether every decision's snapshot is given, as the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -212,6 +213,96 @@ func TestJournalRecordsLinger(t *testing.T) {
 	if _, err := s.Decision(bg, ms[0].row.Digest); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestJournalRecordRead: a record put is read back by its digest while
+// its group lingers (journalRecordsLinger), from the pending groups, and a
+// digest not held is answered at once: neither waits for, nor causes, a
+// commit (journal.go, bolt_records.go's Record). Readers racing the
+// applier's commits find every record put before their read.
+func TestJournalRecordRead(t *testing.T) {
+	s := openTestBolt(t, "")
+	room := sig.Hash{5}
+	applies := func() int {
+		s.jr.mu.Lock()
+		defer s.jr.mu.Unlock()
+		return s.jr.applies
+	}
+	if err := s.settle(bg); err != nil {
+		t.Fatal(err)
+	}
+	before := applies()
+	r := recordAt(room, 2, 1_790_000_000_000_000, 1)
+	if _, err := s.PutRecords(bg, []Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	raw, err := s.Record(bg, r.Digest)
+	if err != nil || !bytes.Equal(raw, r.Raw) {
+		t.Fatalf("a record lingering: %q, %v", raw, err)
+	}
+	raw[0] ^= 1 // a copy: the pending group's bytes are not the caller's
+	if _, err := s.Record(bg, sig.Digest([]byte("not held"))); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a digest not held: %v", err)
+	}
+	took := time.Since(began)
+	if n := applies() - before; n != 0 || took >= journalRecordsLinger/5 {
+		t.Fatalf("two reads took %v and %d commits, while the group lingers %v", took, n, journalRecordsLinger)
+	}
+	if raw, err := s.Record(bg, r.Digest); err != nil || !bytes.Equal(raw, r.Raw) {
+		t.Fatalf("read again: %q, %v", raw, err)
+	}
+
+	// The race: a writer puts groups and hurries the applier after each,
+	// while readers read back every record put so far.
+	var (
+		mu  sync.Mutex
+		put []Record
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(stop)
+		for k := range 300 {
+			g := make([]Record, 1+k%4)
+			for i := range g {
+				g[i] = recordAt(room, 3, 1_790_000_001_000_000+uint64(k*4+i)*1000, uint64(k))
+			}
+			if _, err := s.PutRecords(bg, g); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			put = append(put, g...)
+			mu.Unlock()
+			signal(s.jr.hurry)
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mu.Lock()
+				held := put
+				mu.Unlock()
+				n := len(held)
+				if n == 0 {
+					continue
+				}
+				// The newest, the likeliest to be in the commit under way.
+				r := held[n-1-i%min(n, 8)]
+				if raw, err := s.Record(bg, r.Digest); err != nil || !bytes.Equal(raw, r.Raw) {
+					t.Errorf("record %d of %d read while applied: %v", n-1-i%min(n, 8), n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestJournalRecordsEntry: an entry of records reads back as written, and
