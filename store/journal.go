@@ -48,6 +48,7 @@ package store
 // entry, or not numbered one more than the one before.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -641,6 +642,18 @@ func (s *Bolt) applyGroups(gs []journalGroup) (err error) {
 		ds = append(ds, g.ds...)
 		rs = append(rs, g.rs...)
 	}
+	// The records in the order of their rows' keys: bbolt inserts a key
+	// into its node's list by moving the keys after it, so thousands put
+	// in one commit each before the last (hops' backlogs, older than
+	// every record held, sent newest first) moved all of those before,
+	// and cost more than a commit a group did (BenchmarkPutRecords,
+	// "older"). Pending groups hold no digest twice (appendRecords).
+	slices.SortFunc(rs, func(a, b Record) int {
+		if c := cmpUint64(a.End, b.End); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.Digest[:], b.Digest[:])
+	})
 	return s.putDecisions(ev, ds, rs, gs[len(gs)-1].seq)
 }
 

@@ -11,13 +11,15 @@ import (
 )
 
 // BenchmarkPutRecords: a group write of records (PutRecords) on a store
-// already holding 200 000, in groups of 1 and 25 (a thousand POSTs a
-// second of one record each, written alone or lingering, issue 30):
-// wall time and the process's CPU per record. The records end a
-// millisecond apart, as a thousand a second of hops posting as their
-// periods end do; "older" puts each group before every record held, as
-// waisteer bench's records phase does (its records are of periods older
-// than any other phase's). "bbolt" writes each group in a commit of its
+// already holding 200 000, in groups of 1, 25 (a thousand POSTs a second
+// of one record each, written alone or lingering, issue 30) and 64 (the
+// largest POSTs of waisteer bench's records phase): wall time and the
+// process's CPU per record. The records end a millisecond apart, as a
+// thousand a second of hops posting as their periods end do; "older" puts
+// each record before every record held, newest first, as a backlog sent
+// back to front would (waisteer bench's records phase posts records older
+// than any other phase's, in the order of their ends, between the two
+// cases). "bbolt" writes each group in a commit of its
 // own (WithoutJournal), as the store did before stop 52; otherwise the
 // journal takes it, and the CPU counted includes its applier's commits
 // (the last waited for).
@@ -26,7 +28,7 @@ func BenchmarkPutRecords(b *testing.B) {
 		group int
 		older bool
 		bbolt bool
-	}{{1, false, false}, {1, false, true}, {25, false, false}, {25, false, true}, {25, true, false}, {25, true, true}} {
+	}{{1, false, false}, {1, false, true}, {25, false, false}, {25, false, true}, {25, true, false}, {25, true, true}, {64, false, false}, {64, false, true}, {64, true, false}, {64, true, true}} {
 		name := "group=" + strconv.Itoa(c.group)
 		if c.older {
 			name += ",older"
