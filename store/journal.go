@@ -290,7 +290,7 @@ func (j *journal) appendEntry(ctx context.Context, ev []Evidence, ds []Decision)
 	if !journalable(ev, ds) {
 		return errJournalSkip
 	}
-	b, err := appendJournalPayload(make([]byte, journalHeader, journalHeader+journalPayloadSize(ev, ds, nil)), ev, ds, nil)
+	b, err := journalEntry(ev, ds, nil)
 	if err != nil {
 		return err
 	}
@@ -338,7 +338,7 @@ func (j *journal) appendRecords(ctx context.Context, rs []Record, held func(rs [
 	if len(fresh) == 0 {
 		return added, nil // nothing to make durable
 	}
-	b, err := appendJournalPayload(make([]byte, journalHeader, journalHeader+journalPayloadSize(nil, nil, fresh)), nil, nil, fresh)
+	b, err := journalEntry(nil, nil, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -349,6 +349,13 @@ func (j *journal) appendRecords(ctx context.Context, rs []Record, held func(rs [
 		return direct(rs)
 	}
 	return added, j.writeEntry(ctx, b)
+}
+
+// journalEntry is the entry of a group, its header's room left for
+// writeEntry.
+func journalEntry(ev []Evidence, ds []Decision, rs []Record) ([]byte, error) {
+	b := make([]byte, journalHeader, journalHeader+journalPayloadSize(ev, ds, rs))
+	return appendJournalPayload(b, ev, ds, rs)
 }
 
 // writeEntry writes the entry b (its header's room, then its payload),
