@@ -171,12 +171,7 @@ func TestJournalRecordsRace(t *testing.T) {
 func TestJournalRecordsLinger(t *testing.T) {
 	s := openTestBolt(t, "")
 	room := sig.Hash{4}
-	applies := func() int {
-		s.jr.mu.Lock()
-		defer s.jr.mu.Unlock()
-		return s.jr.applies
-	}
-	before := applies()
+	before := journalApplies(s)
 	start := time.Now()
 	for i := range 40 {
 		if _, err := s.PutRecords(bg, []Record{recordAt(room, 1, 1_790_000_000_000_000+uint64(i)*1000, uint64(i))}); err != nil {
@@ -187,7 +182,7 @@ func TestJournalRecordsLinger(t *testing.T) {
 	elapsed := time.Since(start)
 	// One commit a linger at most, and one for the rest: at one a group,
 	// 40.
-	if n, most := applies()-before, int(elapsed/journalRecordsLinger)+2; n > most {
+	if n, most := journalApplies(s)-before, int(elapsed/journalRecordsLinger)+2; n > most {
 		t.Fatalf("%d commits applied 40 groups of records over %v, want at most %d", n, elapsed, most)
 	}
 	sc := pathwaysScenario(t, 3, 8)
@@ -223,15 +218,10 @@ func TestJournalRecordsLinger(t *testing.T) {
 func TestJournalRecordRead(t *testing.T) {
 	s := openTestBolt(t, "")
 	room := sig.Hash{5}
-	applies := func() int {
-		s.jr.mu.Lock()
-		defer s.jr.mu.Unlock()
-		return s.jr.applies
-	}
 	if err := s.settle(bg); err != nil {
 		t.Fatal(err)
 	}
-	before := applies()
+	before := journalApplies(s)
 	r := recordAt(room, 2, 1_790_000_000_000_000, 1)
 	if _, err := s.PutRecords(bg, []Record{r}); err != nil {
 		t.Fatal(err)
@@ -246,7 +236,7 @@ func TestJournalRecordRead(t *testing.T) {
 		t.Fatalf("a digest not held: %v", err)
 	}
 	took := time.Since(began)
-	if n := applies() - before; n != 0 || took >= journalRecordsLinger/5 {
+	if n := journalApplies(s) - before; n != 0 || took >= journalRecordsLinger/5 {
 		t.Fatalf("two reads took %v and %d commits, while the group lingers %v", took, n, journalRecordsLinger)
 	}
 	if raw, err := s.Record(bg, r.Digest); err != nil || !bytes.Equal(raw, r.Raw) {
@@ -334,4 +324,11 @@ func TestJournalRecordsEntry(t *testing.T) {
 			t.Fatalf("a payload of %d bytes (of %d) read", len(bad), len(b))
 		}
 	}
+}
+
+// journalApplies is how many commits s's applier has made.
+func journalApplies(s *Bolt) int {
+	s.jr.mu.Lock()
+	defer s.jr.mu.Unlock()
+	return s.jr.applies
 }
