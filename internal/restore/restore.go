@@ -189,9 +189,13 @@ const yieldEvery = 16
 // so on one core a request would wait up to 10 ms for it, and requests
 // would pile up behind it. So the recount works yieldWork, stepping aside
 // meanwhile for the goroutines already ready, then sleeps yieldRest times
-// as long, in which the runtime reads the network: it takes an eighth of
-// the core at most, and the requests keep their headroom. On a server at
-// rest it takes eight times as long as it could. A counting that measured
+// as long, in which the runtime reads the network: it takes a sixteenth
+// of the core at most, and the requests keep their headroom. On a server
+// at rest it takes sixteen times as long as it could. What it adds to the
+// requests' p99 grows with its share: on 3.75 M decisions at half the
+// saturated rate, 4.4 and 5.0 ms while it ran at a sixteenth, 6.1 to 6.9
+// at an eighth, 3.6 with a recount that only slept (bench, stop 54;
+// SPEC-NOTES). A counting that measured
 // the server's load to run faster at rest kept the core to itself under
 // load (bench, 1 M decisions: p99 280 ms while it ran, 8 ms after); one
 // that took a quarter of the core overloaded a server at half its rate,
@@ -217,7 +221,7 @@ func (src Source) yielder() func() {
 // many times as long each sleep is.
 const (
 	yieldWork = 250 * time.Microsecond
-	yieldRest = 7
+	yieldRest = 15
 )
 
 // rules gives a stored decision's first pathway and expiry by the rule
