@@ -195,13 +195,11 @@ const yieldEvery = 16
 // requests' p99 grows with its share: on 3.75 M decisions at half the
 // saturated rate, 4.4 and 5.0 ms while it ran at a sixteenth, 6.1 to 6.9
 // at an eighth, 3.6 with a recount that only slept (bench, stop 54;
-// SPEC-NOTES). A counting that measured
-// the server's load to run faster at rest kept the core to itself under
-// load (bench, 1 M decisions: p99 280 ms while it ran, 8 ms after); one
-// that took a quarter of the core overloaded a server at half its rate,
-// whose applier writes a store's large freelist with each commit for a
-// while after a restart (bench, 3.75 M decisions: p99 166 ms while it
-// ran, 23 ms after).
+// SPEC-NOTES). A counting that measured the server's load to run faster
+// at rest kept the core to itself under load (bench, 1 M decisions: p99
+// 280 ms while it ran, 8 ms after); one that took a quarter of the core
+// overloaded a server at half its rate (bench, 3.75 M decisions: p99
+// 166 ms while it ran, 23 ms after).
 func (src Source) yielder() func() {
 	if src.Alone {
 		return func() {}
