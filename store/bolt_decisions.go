@@ -401,14 +401,19 @@ func (s *Bolt) decisionAtKey(ctx context.Context, t uint64, digest sig.Hash) (De
 // file does not hold, which DecisionAt then reads again once the journal
 // is applied, or finds pruned. A restart's recount reads millions of
 // decisions by their leaves; one transaction each (its begin, its
-// buckets opened) was most of the cost of a read.
+// buckets opened) was most of the cost of a read. Leaves in t order, as
+// a log's are, name rows next to one another in the file: a cursor steps
+// to each from the one before (rowCursor), and the snapshot the decisions
+// before named is read once.
 func (s *Bolt) DecisionsAt(ctx context.Context, es []LogEntry, rows []Decision, held []bool) ([]Decision, []bool, error) {
 	if err := ctx.Err(); err != nil {
 		return rows, held, err
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
+		rc := rowCursor{c: tx.Bucket(bucketDecisions).Cursor()}
+		var sc snapshotCache
 		for _, e := range es {
-			d, err := s.decisionAt(tx, e.T, e.Digest)
+			d, err := s.decisionOf(tx, e.T, e.Digest, rc.get(e.T, e.Digest), &sc)
 			if err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
@@ -421,7 +426,13 @@ func (s *Bolt) DecisionsAt(ctx context.Context, es []LogEntry, rows []Decision, 
 
 // decisionAt reads the row of the decision with the digest made at t.
 func (s *Bolt) decisionAt(tx *bolt.Tx, t uint64, digest sig.Hash) (Decision, error) {
-	v := tx.Bucket(bucketDecisions).Get(rowKey(t, digest))
+	return s.decisionOf(tx, t, digest, tx.Bucket(bucketDecisions).Get(rowKey(t, digest)), nil)
+}
+
+// decisionOf is the decision with the digest made at t whose row is v
+// (nil: not held), its snapshot's evidence read through sc (nil: from the
+// file).
+func (s *Bolt) decisionOf(tx *bolt.Tx, t uint64, digest sig.Hash, v []byte, sc *snapshotCache) (Decision, error) {
 	if v == nil {
 		return Decision{}, ErrNotFound // pruned: the index keeps some entries a while longer
 	}
@@ -433,15 +444,79 @@ func (s *Bolt) decisionAt(tx *bolt.Tx, t uint64, digest sig.Hash) (Decision, err
 	if err != nil {
 		return Decision{}, err
 	}
-	body := tx.Bucket(bucketSnapshotBodies).Get(binary.BigEndian.AppendUint64(nil, r.snapshot))
-	if len(body) < sig.HashSize {
-		return Decision{}, fmt.Errorf("store: decision %s's snapshot %d is not held", digest, r.snapshot)
+	var evidence sig.Hash
+	if sc != nil && sc.ok && sc.id == r.snapshot {
+		evidence = sc.evidence
+	} else {
+		body := tx.Bucket(bucketSnapshotBodies).Get(binary.BigEndian.AppendUint64(nil, r.snapshot))
+		if len(body) < sig.HashSize {
+			return Decision{}, fmt.Errorf("store: decision %s's snapshot %d is not held", digest, r.snapshot)
+		}
+		evidence = sig.Hash(body[:sig.HashSize])
+		if sc != nil {
+			*sc = snapshotCache{id: r.snapshot, evidence: evidence, ok: true}
+		}
 	}
 	return Decision{
 		Digest: digest, Room: c.room, Policy: c.policy, T: t,
 		Session: r.session, Protocol: r.protocol, Report: r.report, Loads: r.loads,
-		Evidence: sig.Hash(body[:sig.HashSize]), Signer: c.signer, Sig: r.sig,
+		Evidence: evidence, Signer: c.signer, Sig: r.sig,
 	}, nil
+}
+
+// snapshotCache is the evidence of the last snapshot a read of several
+// decisions found, within its transaction: a snapshot's body never
+// changes while it is held, and decisions made one after another mostly
+// name the same one.
+type snapshotCache struct {
+	id       uint64
+	evidence sig.Hash
+	ok       bool
+}
+
+// rowCursor reads rows of the decisions bucket by key in one transaction,
+// stepping forward from the row read before when the next key is a few
+// rows on (a log's leaves, in t order, among other rooms' decisions), and
+// seeking it otherwise: a seek descends from the root, a step mostly
+// stays in its page.
+type rowCursor struct {
+	c        *bolt.Cursor
+	key, val []byte // where c stands; key nil: nowhere yet, or past the end
+	want     [8 + sig.HashSize]byte
+}
+
+// rowCursorSteps is how many rows a rowCursor steps over before it seeks.
+const rowCursorSteps = 4
+
+// get returns the row of the decision with the digest made at t, nil when
+// the file holds none.
+func (rc *rowCursor) get(t uint64, digest sig.Hash) []byte {
+	binary.BigEndian.PutUint64(rc.want[:8], t)
+	copy(rc.want[8:], digest[:])
+	k := rc.want[:]
+	if rc.key != nil {
+		switch cmp := bytes.Compare(rc.key, k); {
+		case cmp == 0:
+			return rc.val
+		case cmp < 0:
+			for range rowCursorSteps {
+				if rc.key, rc.val = rc.c.Next(); rc.key == nil {
+					break
+				}
+				switch cmp := bytes.Compare(rc.key, k); {
+				case cmp == 0:
+					return rc.val
+				case cmp > 0:
+					return nil // stepped past it: not held
+				}
+			}
+		}
+	}
+	rc.key, rc.val = rc.c.Seek(k)
+	if rc.key != nil && bytes.Equal(rc.key, k) {
+		return rc.val
+	}
+	return nil
 }
 
 // EvidenceSnapshot returns the body of the snapshot with the key (one

@@ -1,6 +1,11 @@
 package store
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -77,4 +82,61 @@ func entriesOf(ms []made) []LogEntry {
 		es[i] = LogEntry{Digest: m.row.Digest, T: m.row.T}
 	}
 	return es
+}
+
+// TestDecisionsAtAnyOrder: DecisionsAt, the recount's read of many leaves
+// at once (its cursor stepping from one row to the next, its snapshot
+// read once for the decisions after that name it), gives for any list of
+// leaves what DecisionAt gives for each alone: two rooms' decisions
+// interleaved in t, each room's snapshots of its own, read in t order,
+// with gaps past the cursor's steps, backwards, shuffled, twice over, and
+// with leaves the file does not hold (a µs off, a digest of none) among
+// them.
+func TestDecisionsAtAnyOrder(t *testing.T) {
+	s := openTestBolt(t, "")
+	a := makeDecisions(t, pathwaysScenario(t, 3, 8), 21, 60, 6*scenario.Period, 1_000)
+	b := makeDecisions(t, pathwaysScenario(t, 4, 8), 22, 60, 6*scenario.Period+500, 1_000)
+	putAll(t, s, append(append([]made(nil), a...), b...), 16)
+	var both, gaps, odd []LogEntry
+	for i := range a {
+		both = append(both, LogEntry{Digest: a[i].row.Digest, T: a[i].row.T}, LogEntry{Digest: b[i].row.Digest, T: b[i].row.T})
+		if i%(rowCursorSteps+3) != 0 {
+			gaps = append(gaps, LogEntry{Digest: a[i].row.Digest, T: a[i].row.T})
+		}
+		odd = append(odd, LogEntry{Digest: a[i].row.Digest, T: a[i].row.T + 1}, LogEntry{Digest: hash(fmt.Sprint("none", i)), T: b[i].row.T})
+	}
+	if ev := evidenceOf(append(append([]made(nil), a...), b...)); len(ev) < 2 {
+		t.Fatalf("%d snapshots: the test wants decisions of several", len(ev))
+	}
+	backwards := slices.Clone(both)
+	slices.Reverse(backwards)
+	rng := rand.New(rand.NewPCG(23, 1))
+	shuffled := slices.Concat(both, both, odd)
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, c := range []struct {
+		name string
+		es   []LogEntry
+	}{{"in t order", both}, {"with gaps", gaps}, {"backwards", backwards}, {"shuffled", shuffled}, {"not held", odd}} {
+		var want []Decision
+		var wantHeld []bool
+		for _, e := range c.es { // the reference: one read each, by key
+			d, err := s.DecisionAt(bg, e.T, e.Digest)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				t.Fatal(err)
+			}
+			want, wantHeld = append(want, d), append(wantHeld, err == nil)
+		}
+		rows, held, err := s.DecisionsAt(bg, c.es, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !slices.Equal(held, wantHeld) {
+			t.Fatalf("%s: held %v, want %v", c.name, held, wantHeld)
+		}
+		for i := range rows {
+			if !reflect.DeepEqual(rows[i], want[i]) {
+				t.Fatalf("%s, leaf %d: %+v, want %+v", c.name, i, rows[i], want[i])
+			}
+		}
+	}
 }
