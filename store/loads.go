@@ -219,13 +219,14 @@ func (l *MemLoads) Merge(room sig.Hash, n int, session report.Session, first int
 		return
 	}
 	r.expire(now)
-	if s, held := r.slot[session]; held && r.slots.at(s).t >= t {
+	s, held := r.slot[session]
+	if held && r.slots.at(s).t >= t {
 		return
 	}
 	if expires >= now && (t > r.merged || !r.mergedSeen) {
 		r.merged, r.mergedSeen = t, true
 	}
-	r.set(session, uint8(first), t, expires, now, false)
+	r.setAt(s, held, session, uint8(first), t, expires, now, false)
 }
 
 // Clocks says how the other servers' clocks stood against this one's at
@@ -333,6 +334,14 @@ func (r *roomLoads) drop(s int32) {
 // restores) cannot be taken back.
 func (r *roomLoads) set(session report.Session, first uint8, t, expires, now uint64, steered bool) {
 	s, held := r.slot[session]
+	r.setAt(s, held, session, first, t, expires, now, steered)
+}
+
+// setAt is set of a session already looked for in the table: in slot s
+// when held. A restart's recount merges millions of sessions, and a
+// lookup in a table of millions is mostly a miss of the processor's
+// caches.
+func (r *roomLoads) setAt(s int32, held bool, session report.Session, first uint8, t, expires, now uint64, steered bool) {
 	if expires < now {
 		if held {
 			r.drop(s)

@@ -76,7 +76,7 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 	p := r.Policy
 	life := uint64(max(p.TTLs, p.MinTTLs))*1_000_000 + src.Grace
 	at := max(src.Clock(), lg.latest)
-	seen := map[report.Session]bool{}
+	seen := map[report.Session]struct{}{}
 	rules := rules{src: src, ids: r.IDs}
 	yield := src.yielder()
 	rows := newRowReader(src.Store)
@@ -108,10 +108,13 @@ func Count(ctx context.Context, src Source, r Room, loads *store.MemLoads, lg Lo
 			if err != nil {
 				return counted, err
 			}
-			if seen[row.Session] {
+			// One look in seen, not two: a session already in it
+			// leaves its size as it was.
+			n := len(seen)
+			seen[row.Session] = struct{}{}
+			if len(seen) == n {
 				continue
 			}
-			seen[row.Session] = true
 			first, expires, ok, err := rules.firstOf(ctx, row)
 			if err != nil {
 				return counted, err
