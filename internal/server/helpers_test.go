@@ -114,6 +114,11 @@ type env struct {
 // (fasthttp through FastServer, net/http through Handler).
 var testEngine = "fasthttp"
 
+// oneEngine runs the package's tests behind one engine only: a CPU
+// profile of a benchmark (-cpuprofile) is then that engine's, where the
+// second round would leave none.
+var oneEngine = flag.String("engine", "", "run the tests behind this engine only (fasthttp or net/http); \"\" both")
+
 // TestMain runs the package's tests once behind each engine (testEngine).
 // A fuzzing run (-fuzz) is one round: the fuzz targets call the handlers
 // themselves, and the fuzzing engine's processes expect one. The fuzz
@@ -131,6 +136,9 @@ func TestMain(m *testing.M) {
 	guard.Seen = func(e *guard.PanicError) { fmt.Fprintf(os.Stderr, "recovered: %v\n%s\n", e, e.Stack) }
 	code := 0
 	for _, engine := range []string{"fasthttp", "net/http"} {
+		if *oneEngine != "" && *oneEngine != engine {
+			continue
+		}
 		testEngine = engine
 		fmt.Printf("--- the server behind %s\n", engine)
 		if c := m.Run(); c != 0 {
