@@ -426,12 +426,12 @@ func (s *Bolt) DecisionsAt(ctx context.Context, es []LogEntry, rows []Decision, 
 
 // decisionAt reads the row of the decision with the digest made at t.
 func (s *Bolt) decisionAt(tx *bolt.Tx, t uint64, digest sig.Hash) (Decision, error) {
-	return s.decisionOf(tx, t, digest, tx.Bucket(bucketDecisions).Get(rowKey(t, digest)), nil)
+	var sc snapshotCache
+	return s.decisionOf(tx, t, digest, tx.Bucket(bucketDecisions).Get(rowKey(t, digest)), &sc)
 }
 
 // decisionOf is the decision with the digest made at t whose row is v
-// (nil: not held), its snapshot's evidence read through sc (nil: from the
-// file).
+// (nil: not held), its snapshot's evidence read through sc.
 func (s *Bolt) decisionOf(tx *bolt.Tx, t uint64, digest sig.Hash, v []byte, sc *snapshotCache) (Decision, error) {
 	if v == nil {
 		return Decision{}, ErrNotFound // pruned: the index keeps some entries a while longer
@@ -444,23 +444,17 @@ func (s *Bolt) decisionOf(tx *bolt.Tx, t uint64, digest sig.Hash, v []byte, sc *
 	if err != nil {
 		return Decision{}, err
 	}
-	var evidence sig.Hash
-	if sc != nil && sc.ok && sc.id == r.snapshot {
-		evidence = sc.evidence
-	} else {
+	if !sc.ok || sc.id != r.snapshot {
 		body := tx.Bucket(bucketSnapshotBodies).Get(binary.BigEndian.AppendUint64(nil, r.snapshot))
 		if len(body) < sig.HashSize {
 			return Decision{}, fmt.Errorf("store: decision %s's snapshot %d is not held", digest, r.snapshot)
 		}
-		evidence = sig.Hash(body[:sig.HashSize])
-		if sc != nil {
-			*sc = snapshotCache{id: r.snapshot, evidence: evidence, ok: true}
-		}
+		*sc = snapshotCache{id: r.snapshot, evidence: sig.Hash(body[:sig.HashSize]), ok: true}
 	}
 	return Decision{
 		Digest: digest, Room: c.room, Policy: c.policy, T: t,
 		Session: r.session, Protocol: r.protocol, Report: r.report, Loads: r.loads,
-		Evidence: evidence, Signer: c.signer, Sig: r.sig,
+		Evidence: sc.evidence, Signer: c.signer, Sig: r.sig,
 	}, nil
 }
 
@@ -482,7 +476,7 @@ type snapshotCache struct {
 type rowCursor struct {
 	c        *bolt.Cursor
 	key, val []byte // where c stands; key nil: nowhere yet, or past the end
-	want     [8 + sig.HashSize]byte
+	want     [rowKeySize]byte
 }
 
 // rowCursorSteps is how many rows a rowCursor steps over before it seeks.
@@ -491,9 +485,7 @@ const rowCursorSteps = 4
 // get returns the row of the decision with the digest made at t, nil when
 // the file holds none.
 func (rc *rowCursor) get(t uint64, digest sig.Hash) []byte {
-	binary.BigEndian.PutUint64(rc.want[:8], t)
-	copy(rc.want[8:], digest[:])
-	k := rc.want[:]
+	k := appendRowKey(rc.want[:0], t, digest)
 	if rc.key != nil {
 		switch cmp := bytes.Compare(rc.key, k); {
 		case cmp == 0:

@@ -53,10 +53,15 @@ func checkRow(d *Decision) error {
 
 // rowKey is a row's key: t big-endian, then the digest.
 func rowKey(t uint64, digest sig.Hash) []byte {
-	k := make([]byte, 8+sig.HashSize)
-	binary.BigEndian.PutUint64(k, t)
-	copy(k[8:], digest[:])
-	return k
+	return appendRowKey(make([]byte, 0, rowKeySize), t, digest)
+}
+
+// rowKeySize is the length of a row's key.
+const rowKeySize = 8 + sig.HashSize
+
+// appendRowKey appends a row's key (rowKey) to dst.
+func appendRowKey(dst []byte, t uint64, digest sig.Hash) []byte {
+	return append(binary.BigEndian.AppendUint64(dst, t), digest[:]...)
 }
 
 // appendRow appends r's row value.
